@@ -1,0 +1,173 @@
+import { Command, Option } from 'commander';
+import pino from 'pino';
+import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js';
+import { loadConfig } from '../config.js';
+import { migrateToLatest } from '../db/migrations.js';
+import { createServices, type Services } from '../services.js';
+import { describeKeys, provisionBusiness } from './provision.js';
+import { serve } from './serve.js';
+
+const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
+
+/** Opens the store for one command, catching the read models up, and always closes it. */
+async function withServices<T>(work: (services: Services) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  // stdout belongs to the command's output (scripts parse --json); logs go to stderr.
+  const logger = pino({ level: config.logLevel }, pino.destination(2));
+  const services = await createServices({ config, logger });
+  try {
+    await services.projections.catchUp();
+    return await work(services);
+  } finally {
+    await services.close();
+  }
+}
+
+function print(json: boolean, value: unknown, text: string) {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+/** Thrown for a command that cannot run; the message is printed and the exit code is 1. */
+export class CliError extends Error {}
+
+async function resolveBusiness(services: Services, requested: string | undefined): Promise<string> {
+  const businesses = await services.queries.access.businesses();
+  if (requested) {
+    if (!businesses.some((b) => b.id === requested)) throw new CliError(`No business with id '${requested}'.`);
+    return requested;
+  }
+  if (businesses.length === 1) return businesses[0]!.id;
+  if (businesses.length === 0) throw new CliError('The store has no business yet; run `loyalty init` first.');
+  throw new CliError('The store has several businesses; say which with --business ID.');
+}
+
+export function buildProgram(): Command {
+  const program = new Command('loyalty')
+    .description('Loyalty points service: an event-sourced ledger with an HTTP API.')
+    .showHelpAfterError()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command('serve')
+    .description('serve the HTTP API (PORT, HOST, DATABASE_URL, LOYALTY_DATA_DIR)')
+    .action(() => serve(loadConfig()));
+
+  program
+    .command('migrate')
+    .description('create or upgrade the database schema')
+    .action(() =>
+      withServices(async (services) => {
+        const applied = await migrateToLatest(services.db);
+        process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
+      }),
+    );
+
+  program
+    .command('init')
+    .description('set up an empty store and print the first business’s keys, once')
+    .option('--business <name>', 'name of the first business', 'My business')
+    .addOption(planOption())
+    .option('--json', 'print one JSON object: {business_id, private_key, public_key}')
+    .action((opts: { business: string; plan: 'free' | 'unlimited'; json?: boolean }) =>
+      withServices(async (services) => {
+        if ((await services.queries.access.businesses()).length > 0) {
+          throw new CliError('This store is already set up (it has a business). Use `loyalty businesses create` to add one.');
+        }
+        const created = await provisionBusiness(services, opts.business, opts.plan);
+        print(!!opts.json, created, describeKeys(created, `Created business '${opts.business}' (${opts.plan}).`));
+      }),
+    );
+
+  const businesses = program.command('businesses').description('manage businesses (tenants)');
+  businesses
+    .command('create')
+    .requiredOption('--name <name>', 'name of the business')
+    .addOption(planOption())
+    .option('--json', 'print one JSON object: {business_id, private_key, public_key}')
+    .action((opts: { name: string; plan: 'free' | 'unlimited'; json?: boolean }) =>
+      withServices(async (services) => {
+        const created = await provisionBusiness(services, opts.name, opts.plan);
+        print(!!opts.json, created, describeKeys(created, `Created business '${opts.name}' (${opts.plan}).`));
+      }),
+    );
+  businesses
+    .command('list')
+    .option('--json', 'print a JSON array')
+    .action((opts: { json?: boolean }) =>
+      withServices(async (services) => {
+        const rows = (await services.queries.access.businesses()).map((b) => ({
+          id: b.id,
+          name: b.name,
+          plan: b.plan,
+          created_at: b.created_at.toISOString(),
+        }));
+        print(!!opts.json, rows, rows.map((b) => `${b.id}  ${b.plan.padEnd(9)}  ${b.name}`).join('\n') || 'No businesses.');
+      }),
+    );
+
+  const keys = program.command('keys').description('manage API keys');
+  keys
+    .command('create')
+    .addOption(new Option('--type <type>', 'key type').choices(['private', 'public']).makeOptionMandatory())
+    .option('--permissions <list>', `comma-separated subset of: ${PERMISSIONS.join(', ')}`)
+    .option('--name <name>', 'a label for the key')
+    .option('--business <id>', 'business id (needed when the store has several)')
+    .option('--json', 'print one JSON object: {id, type, permissions, key}')
+    .action((opts: { type: 'private' | 'public'; permissions?: string; name?: string; business?: string; json?: boolean }) =>
+      withServices(async (services) => {
+        const permissions = opts.permissions?.split(',').map((p) => p.trim()).filter(Boolean);
+        const unknown = permissions?.filter((p) => !(PERMISSIONS as readonly string[]).includes(p)) ?? [];
+        if (unknown.length) throw new CliError(`Unknown permission(s): ${unknown.join(', ')}. Known: ${PERMISSIONS.join(', ')}.`);
+        const businessId = await resolveBusiness(services, opts.business);
+        const ctx = { businessId, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+        const created = await services.commands.apiKeys.create(ctx, {
+          type: opts.type,
+          name: opts.name ?? null,
+          permissions: (permissions as Permission[] | undefined) ?? null,
+        });
+        const row = (await services.queries.access.key(businessId, created.id))!;
+        print(
+          !!opts.json,
+          { id: created.id, business_id: businessId, type: row.type, permissions: row.permissions, key: created.key },
+          `${created.key}\n(id ${created.id}, ${row.type}, permissions: ${row.permissions.join(', ')}; shown once)`,
+        );
+      }),
+    );
+  keys
+    .command('list')
+    .option('--business <id>', 'only this business')
+    .option('--json', 'print a JSON array')
+    .action((opts: { business?: string; json?: boolean }) =>
+      withServices(async (services) => {
+        const rows = (await services.queries.access.allKeys())
+          .filter((k) => !opts.business || k.business_id === opts.business)
+          .map((k) => ({
+            id: k.id,
+            business_id: k.business_id,
+            type: k.type,
+            name: k.name,
+            key_hint: k.key_hint,
+            permissions: k.permissions,
+            created_at: k.created_at.toISOString(),
+            revoked_at: k.revoked_at?.toISOString() ?? null,
+          }));
+        const text = rows
+          .map((k) => `${k.id}  ${k.business_id}  ${k.type.padEnd(7)}  ${k.key_hint}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.name ?? ''}`)
+          .join('\n');
+        print(!!opts.json, rows, text || 'No keys.');
+      }),
+    );
+  keys
+    .command('revoke <key_id>')
+    .action((keyId: string) =>
+      withServices(async (services) => {
+        const key = (await services.queries.access.allKeys()).find((k) => k.id === keyId);
+        if (!key) throw new CliError(`No key with id '${keyId}'.`);
+        const ctx = { businessId: key.business_id, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+        await services.commands.apiKeys.revoke(ctx, keyId);
+        process.stdout.write(`Revoked ${keyId}.\n`);
+      }),
+    );
+
+  return program;
+}

@@ -1,0 +1,28 @@
+import type { Plan } from '../events/business-events.js';
+import type { Services } from '../services.js';
+
+export interface ProvisionedBusiness {
+  business_id: string;
+  private_key: string;
+  public_key: string;
+}
+
+/** A new business with one private key (all permissions) and one public key: what `init` prints. */
+export async function provisionBusiness(services: Services, name: string, plan: Plan): Promise<ProvisionedBusiness> {
+  const base = { actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+  const businessId = await services.commands.businesses.create(base, { name, plan });
+  const ctx = { ...base, businessId };
+  const privateKey = await services.commands.apiKeys.create(ctx, { type: 'private', name: 'default private key', permissions: null });
+  const publicKey = await services.commands.apiKeys.create(ctx, { type: 'public', name: 'default public key', permissions: null });
+  return { business_id: businessId, private_key: privateKey.key, public_key: publicKey.key };
+}
+
+export function describeKeys(p: ProvisionedBusiness, heading: string): string {
+  return [
+    heading,
+    `  business:    ${p.business_id}`,
+    `  private key: ${p.private_key}   (server-side only: full access)`,
+    `  public key:  ${p.public_key}   (read-only, safe in browsers)`,
+    'These keys are shown once and cannot be shown again. Store them now.',
+  ].join('\n');
+}

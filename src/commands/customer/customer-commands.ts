@@ -1,0 +1,146 @@
+import { ApiError, errors } from '../../errors.js';
+import type { CustomerProfile } from '../../events/customer-events.js';
+import type { CommandContext } from '../../events/metadata.js';
+import { newId } from '../../ids.js';
+import type { AppendWrite } from '../../store/event-store.js';
+import { loadAggregate, withMetadata } from '../aggregate.js';
+import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
+import type { CommandDeps } from '../command-deps.js';
+import { ReservationTaken } from '../reservation/reservation-decider.js';
+import { claimWrite, findHolder, releaseWrite } from '../reservation/reserve.js';
+import type { Checkpoint } from '../../store/event-store.js';
+import { retryOnConflict } from '../retry-on-conflict.js';
+import { streams } from '../streams.js';
+import { type CustomerCommand, customerDecider, type CustomerEvent } from './customer-decider.js';
+
+type UniqueField = 'email' | 'external_reference';
+const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
+
+/** The value a unique field is reserved under: e-mail addresses compare case-insensitively. */
+const uniqueValue = (field: UniqueField, value: string) => (field === 'email' ? value.toLowerCase() : value);
+
+export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId'>;
+
+/** Thrown when a reference was used before; `record` names what was created under it. */
+export class DuplicateReference extends Error {
+  constructor(
+    readonly record: { kind: string; id: string },
+    readonly position: Checkpoint,
+  ) {
+    super(`reference already used by ${record.kind} ${record.id}`);
+  }
+}
+
+export function customerCommands(deps: CommandDeps) {
+  const { store, locks } = deps;
+
+  /** Loads a customer of the caller's business, or 404 (another business's customer is not found either). */
+  async function loadCustomer(ctx: CommandContext, customerId: string) {
+    const loaded = await loadAggregate(store, streams.customer(customerId), customerDecider);
+    if (!loaded.state.registered || loaded.state.businessId !== ctx.businessId) throw errors.customerNotFound(customerId);
+    return loaded;
+  }
+
+  function customerWrite(customerId: string, expected: AppendWrite['expected'], events: CustomerEvent[], ctx: CommandContext) {
+    return { stream: streams.customer(customerId), expected, events: withMetadata(events, ctx) };
+  }
+
+  async function claimUnique(ctx: CommandContext, customerId: string, field: UniqueField, value: string) {
+    try {
+      return await claimWrite(store, ctx, ctx.businessId, {
+        kind: field,
+        value: uniqueValue(field, value),
+        owner_id: customerId,
+        record: null,
+      });
+    } catch (error) {
+      if (!(error instanceof ReservationTaken)) throw error;
+      throw new ApiError(409, 'customer_exists', `A customer with this ${field} already exists.`, {
+        customer_id: error.holder.owner_id,
+      });
+    }
+  }
+
+  /** Writes that count a new customer against the business's plan (none on an unlimited plan). */
+  async function planWrites(ctx: CommandContext, customerId: string): Promise<AppendWrite[]> {
+    const stream = streams.business(ctx.businessId);
+    const { state, revision } = await loadAggregate(store, stream, businessDecider);
+    if (PLAN_LIMITS[state.plan] === Number.POSITIVE_INFINITY) return [];
+    const events = businessDecider.decide({ type: 'CountCustomer', customerId }, state);
+    return [{ stream, expected: revision, events: withMetadata(events, ctx) }];
+  }
+
+  return {
+    async register(ctx: CommandContext, profile: CustomerProfile): Promise<string> {
+      const customerId = newId('customer');
+      // Customers of one business are counted on its stream: serialize them here rather than retry.
+      return locks.run(streams.business(ctx.businessId), () =>
+        retryOnConflict(async () => {
+          const events = customerDecider.decide(
+            { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile },
+            customerDecider.initialState(),
+          );
+          const writes: AppendWrite[] = [customerWrite(customerId, 'no_stream', events, ctx)];
+          for (const field of UNIQUE_FIELDS) {
+            const value = profile[field];
+            if (value !== null) writes.push(...(await claimUnique(ctx, customerId, field, value)));
+          }
+          writes.push(...(await planWrites(ctx, customerId)));
+          await deps.settle((await store.append(writes)).position);
+          return customerId;
+        }),
+      );
+    },
+
+    async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<void> {
+      return locks.run(streams.customer(customerId), () =>
+        retryOnConflict(async () => {
+          const { state, revision } = await loadCustomer(ctx, customerId);
+          const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
+          if (events.length === 0) return;
+          const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
+          for (const field of UNIQUE_FIELDS) {
+            const before = state.profile[field];
+            const after = changes[field];
+            if (after === undefined) continue;
+            if (before !== null && after !== null && uniqueValue(field, before) === uniqueValue(field, after)) continue;
+            if (after !== null) writes.push(...(await claimUnique(ctx, customerId, field, after)));
+            if (before !== null) {
+              writes.push(...(await releaseWrite(store, ctx, ctx.businessId, field, uniqueValue(field, before), customerId)));
+            }
+          }
+          await deps.settle((await store.append(writes)).position);
+        }),
+      );
+    },
+
+    /** Earn, deduct or adjust; returns the transaction id. Throws `DuplicateReference` for a used reference. */
+    async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<string> {
+      const transactionId = newId('transaction');
+      return locks.run(streams.customer(customerId), () =>
+        retryOnConflict(async () => {
+          const { state, revision } = await loadCustomer(ctx, customerId);
+          if (input.reference !== null) {
+            const holder = await findHolder(store, 'reference', customerId, input.reference);
+            if (holder?.claim.record) throw new DuplicateReference(holder.claim.record, holder.position);
+          }
+          const events = customerDecider.decide({ type: 'RecordPoints', transactionId, ...input }, state);
+          const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
+          if (input.reference !== null) {
+            // References are never released, so the reservation stream must not exist yet.
+            const claim = { kind: 'reference' as const, value: input.reference, owner_id: customerId, record: { kind: 'transaction', id: transactionId } };
+            writes.push({
+              stream: streams.reservation('reference', customerId, input.reference),
+              expected: 'no_stream',
+              events: withMetadata([{ type: 'ReservationClaimed', data: claim }], ctx),
+            });
+          }
+          await deps.settle((await store.append(writes)).position);
+          return transactionId;
+        }),
+      );
+    },
+  };
+}
+
+export type CustomerCommands = ReturnType<typeof customerCommands>;

@@ -1,0 +1,115 @@
+import type { ColumnType, Generated, Selectable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
+
+/** The event log (the only source of truth). */
+export interface EventsTable {
+  global_position: Generated<number>;
+  transaction_id: Generated<string>;
+  stream_id: string;
+  stream_position: number;
+  event_id: string;
+  type: string;
+  data: Json<unknown>;
+  metadata: Json;
+  recorded_at: Timestamp;
+}
+
+export interface StreamsTable {
+  stream_id: string;
+  version: number;
+}
+
+export interface ProjectionCheckpointsTable {
+  name: string;
+  transaction_id: string;
+  global_position: number;
+  updated_at: Timestamp;
+}
+
+export interface BusinessesTable {
+  id: string;
+  name: string;
+  plan: 'free' | 'unlimited';
+  customer_count: number;
+  created_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  business_id: string;
+  type: 'private' | 'public';
+  name: string | null;
+  permissions: string[];
+  key_hash: string;
+  key_hint: string;
+  created_at: Timestamp;
+  revoked_at: Timestamp | null;
+  seq: Generated<number>;
+}
+
+export interface CustomersTable {
+  id: string;
+  business_id: string;
+  email: string | null;
+  email_lower: string | null;
+  phone: string | null;
+  first_name: string | null;
+  last_name: string | null;
+  external_reference: string | null;
+  metadata: Json;
+  points_balance: number;
+  lifetime_earned: number;
+  lifetime_redeemed: number;
+  tier_id: string | null;
+  tier: Json<Record<string, unknown> | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface LedgerEntriesTable {
+  id: string;
+  business_id: string;
+  customer_id: string;
+  type: string;
+  amount: number;
+  balance: number;
+  base_amount: number | null;
+  multiplier: string | null;
+  description: string | null;
+  reference: string | null;
+  metadata: Json;
+  created_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface IdempotencyKeysTable {
+  business_id: string;
+  key: string;
+  fingerprint: string;
+  state: 'running' | 'done';
+  response_status: number | null;
+  response_headers: Json<Record<string, string>> | null;
+  response_body: string | null;
+  created_at: Timestamp;
+  locked_until: Timestamp;
+}
+
+export interface Database {
+  events: EventsTable;
+  streams: StreamsTable;
+  projection_checkpoints: ProjectionCheckpointsTable;
+  businesses: BusinessesTable;
+  api_keys: ApiKeysTable;
+  customers: CustomersTable;
+  ledger_entries: LedgerEntriesTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type CustomerRow = Selectable<CustomersTable>;
+export type LedgerEntryRow = Selectable<LedgerEntriesTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type BusinessRow = Selectable<BusinessesTable>;

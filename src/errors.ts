@@ -1,0 +1,51 @@
+/**
+ * The one error type of the service: a contract `code`, its HTTP status, a message for humans and
+ * optional extra body fields. Deciders and handlers throw it; `app.onError` turns it into the JSON
+ * error body, so no route builds an error response by hand.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 503,
+    readonly code: string,
+    message: string,
+    readonly extras: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export const errors = {
+  validation: (details: ValidationIssue[], message = 'The request is not valid.') =>
+    new ApiError(400, 'validation_error', message, { details }),
+  invalidJson: () => new ApiError(400, 'invalid_json', 'The request body is not valid JSON.'),
+  notFound: (code: string, what: string, id: string) =>
+    new ApiError(404, code, `No ${what} with id '${id}'.`),
+  customerNotFound: (id: string) => errors.notFound('customer_not_found', 'customer', id),
+  keyNotFound: (id: string) => errors.notFound('key_not_found', 'API key', id),
+  insufficientPoints: (balance: number, needed: number) =>
+    new ApiError(422, 'insufficient_points', `The balance is ${balance}; this needs ${needed}.`, {
+      balance,
+    }),
+  insufficientPermissions: (permission: string) =>
+    new ApiError(403, 'insufficient_permissions', `This key lacks the '${permission}' permission.`),
+  publicKeyNotAllowed: () =>
+    new ApiError(403, 'public_key_not_allowed', 'This endpoint needs a private key (sk_live_…).'),
+  planLimitReached: (limit: number) =>
+    new ApiError(
+      403,
+      'plan_limit_reached',
+      `The free plan allows at most ${limit} customers. Upgrade the business's plan to add more.`,
+    ),
+  conflict: (message: string) => new ApiError(409, 'conflict', message),
+  unavailable: () =>
+    new ApiError(503, 'unavailable', 'A store is unreachable. Nothing was written; retry later.', {}, {
+      'Retry-After': '1',
+    }),
+};

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+/** What every stored event carries besides its data: who, when, and which request caused it. */
+export const EventMetadataSchema = z.object({
+  event_id: z.string().uuid(),
+  event_version: z.number().int().positive(),
+  business_id: z.string(),
+  recorded_at: z.string().datetime(),
+  /** API key id, `cli`, or `system`. */
+  actor: z.string(),
+  request_id: z.string().nullable(),
+  correlation_id: z.string().nullable(),
+  causation_id: z.string().nullable(),
+  idempotency_key: z.string().nullable(),
+});
+
+export type EventMetadata = z.infer<typeof EventMetadataSchema>;
+
+/** Who asks for a change, and in which request: passed from the edge into every command. */
+export interface CommandContext {
+  businessId: string;
+  actor: string;
+  requestId: string | null;
+  idempotencyKey: string | null;
+  now: Date;
+}

@@ -1,0 +1,66 @@
+import { bodyLimit } from 'hono/body-limit';
+import { requestId } from 'hono/request-id';
+import { secureHeaders } from 'hono/secure-headers';
+import { ApiError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { Services } from '../services.js';
+import { errorResponse, toApiError } from './error-response.js';
+import { authenticate } from './middleware/auth.js';
+import { preflight, publicKeyCors } from './middleware/cors.js';
+import { idempotency } from './middleware/idempotency.js';
+import { jsonBody } from './middleware/json-body.js';
+import { notFoundHandler } from './not-found.js';
+import { createRouter } from './router.js';
+import { customerRoutes } from './routes/customer-routes.js';
+import { keyRoutes } from './routes/key-routes.js';
+import { pointsRoutes } from './routes/points-routes.js';
+
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * The HTTP API. Middleware order matters: request id first (every answer carries one), then
+ * authentication (401 before anything else), then body checks, then idempotency (which needs the
+ * business of the key), then the route's own permission guard and schema validation.
+ */
+export function createApp(services: Services) {
+  const app = createRouter();
+
+  app.use('*', requestId({ generator: () => newId('request') }));
+  app.use('*', async (c, next) => {
+    c.set('services', services);
+    await next();
+  });
+  app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
+  app.use('/api/*', preflight);
+  app.use('/api/v1/*', publicKeyCors);
+  app.use('/api/v1/*', authenticate);
+  app.use(
+    '/api/v1/*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError(413, 'payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`);
+      },
+    }),
+  );
+  app.use('/api/v1/*', jsonBody);
+  app.use('/api/v1/*', idempotency);
+
+  app.route('/api/v1', customerRoutes);
+  app.route('/api/v1', pointsRoutes);
+  app.route('/api/v1', keyRoutes);
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  app.notFound(notFoundHandler(() => app.routes));
+  app.onError((error, c) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) {
+      services.logger.error({ err: error, request_id: c.get('requestId') }, 'request failed');
+    }
+    return errorResponse(c, apiError);
+  });
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

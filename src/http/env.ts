@@ -1,0 +1,11 @@
+import type { Principal } from '../projections/access/access-queries.js';
+import type { Services } from '../services.js';
+
+/** Hono's typed context: what middleware puts on `c.var` for the handlers after it. */
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    principal: Principal;
+    services: Services;
+  };
+}

@@ -1,0 +1,50 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ZodError } from 'zod';
+import { ApiError, errors, type ValidationIssue } from '../errors.js';
+import type { AppEnv } from './env.js';
+
+/** PostgreSQL/driver failures that mean "the store is unreachable", answered 503 rather than 500. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+
+function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: string; message?: string };
+  return (
+    (e?.code !== undefined && UNAVAILABLE_CODES.has(e.code)) ||
+    /Connection terminated|connection error|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+      e?.message ?? '',
+    )
+  );
+}
+
+/** Any thrown value as the contract's error: `ApiError` as is, framework errors mapped, the rest 500/503. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof HTTPException) {
+    if (error.status === 413) return new ApiError(413, 'payload_too_large', 'The request body is larger than 64 KiB.');
+    if (error.status === 415) {
+      return new ApiError(415, 'unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+    }
+    if (error.status === 400) return errors.invalidJson();
+  }
+  if (isUnavailable(error)) return errors.unavailable();
+  return new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged with the request id.');
+}
+
+/** The JSON error body every failure gets: `{code, message, request_id, details?, …extras}`. */
+export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
+  for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+  return c.json({ code: error.code, message: error.message, request_id: c.get('requestId'), ...error.extras }, error.status);
+}
+
+/** Zod issues as the `details` of a validation error: one `{path, message}` per problem. */
+export function validationError(zodError: ZodError, prefix: string[] = []): ApiError {
+  const details: ValidationIssue[] = zodError.issues.flatMap((issue) => {
+    const base = [...prefix, ...issue.path.map(String)];
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({ path: [...base, key].join('.'), message: 'unknown field' }));
+    }
+    return [{ path: base.join('.') || '(body)', message: issue.message }];
+  });
+  return errors.validation(details);
+}

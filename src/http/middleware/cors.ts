@@ -1,0 +1,29 @@
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv } from '../env.js';
+
+const ALLOWED_HEADERS = 'X-API-Key, Authorization, Content-Type, Idempotency-Key';
+
+/**
+ * Public keys are meant for browsers: answer preflights, and let any origin read responses to
+ * requests that carry a public key. Responses to private-key requests carry no CORS headers.
+ */
+export const preflight = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.req.method !== 'OPTIONS' || !c.req.header('access-control-request-method')) return next();
+  return new Response(null, {
+    status: 204,
+    headers: {
+      'Access-Control-Allow-Origin': '*',
+      'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE',
+      'Access-Control-Allow-Headers': ALLOWED_HEADERS,
+      'Access-Control-Max-Age': '600',
+    },
+  });
+});
+
+export const publicKeyCors = createMiddleware<AppEnv>(async (c, next) => {
+  await next();
+  if (c.get('principal')?.type === 'public') {
+    c.res.headers.set('Access-Control-Allow-Origin', '*');
+    c.res.headers.set('Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After');
+  }
+});

@@ -1,0 +1,181 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { streams } from '../../commands/streams.js';
+import { errors } from '../../errors.js';
+import { requirePermission } from '../middleware/auth.js';
+import { commandContext } from '../command-context.js';
+import { createRouter } from '../router.js';
+import type { AppEnv } from '../env.js';
+import { listResponse } from '../list-response.js';
+import { presentCustomer, presentStreamEvent, presentTransaction } from '../presenters.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import {
+  CustomerCreateSchema,
+  CustomerIdParamSchema,
+  CustomerListQuerySchema,
+  CustomerSchema,
+  CustomerUpdateSchema,
+} from '../schemas/customer-schemas.js';
+import { PointsTransactionSchema, StreamEventSchema, SummarySchema } from '../schemas/points-schemas.js';
+import type { Context } from 'hono';
+
+const tags = ['Customers'];
+
+async function customerOr404(c: Context<AppEnv>, customerId: string) {
+  const row = await c.var.services.queries.customers.get(c.var.principal.businessId, customerId);
+  if (!row) throw errors.customerNotFound(customerId);
+  return row;
+}
+
+export const customerRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers',
+      tags,
+      summary: 'List customers',
+      middleware: [requirePermission(['customers:read'])],
+      request: { query: CustomerListQuerySchema },
+      responses: { 200: jsonResponse(z.array(CustomerSchema), 'Customers, oldest first.'), ...errorResponses() },
+    }),
+    async (c) => {
+      const { limit, starting_after, ...filters } = c.req.valid('query');
+      const page = await c.var.services.queries.customers.list(c.var.principal.businessId, filters, {
+        limit,
+        startingAfter: starting_after,
+      });
+      return listResponse(c, page, presentCustomer, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/customers',
+      tags,
+      summary: 'Create a customer',
+      middleware: [requirePermission(['customers:write'])],
+      request: { body: jsonBody(CustomerCreateSchema) },
+      responses: { 201: jsonResponse(CustomerSchema, 'The new customer.'), ...errorResponses(409) },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const id = await c.var.services.commands.customers.register(commandContext(c), {
+        email: body.email ?? null,
+        phone: body.phone ?? null,
+        first_name: body.first_name ?? null,
+        last_name: body.last_name ?? null,
+        external_reference: body.external_reference ?? null,
+        metadata: body.metadata ?? {},
+      });
+      return c.json(presentCustomer(await customerOr404(c, id)), 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}',
+      tags,
+      summary: 'Get a customer',
+      middleware: [requirePermission(['customers:read'])],
+      request: { params: CustomerIdParamSchema },
+      responses: { 200: jsonResponse(CustomerSchema, 'The customer.'), ...errorResponses(404) },
+    }),
+    async (c) => c.json(presentCustomer(await customerOr404(c, c.req.valid('param').customer_id)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: 'patch',
+      path: '/customers/{customer_id}',
+      tags,
+      summary: 'Update a customer',
+      middleware: [requirePermission(['customers:write'])],
+      request: { params: CustomerIdParamSchema, body: jsonBody(CustomerUpdateSchema) },
+      responses: { 200: jsonResponse(CustomerSchema, 'The customer as it now stands.'), ...errorResponses(404, 409) },
+    }),
+    async (c) => {
+      const { customer_id } = c.req.valid('param');
+      await c.var.services.commands.customers.update(commandContext(c), customer_id, c.req.valid('json'));
+      return c.json(presentCustomer(await customerOr404(c, customer_id)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/summary',
+      tags,
+      summary: "A customer's points, tier and recent activity",
+      middleware: [requirePermission(['customers:read', 'points:read'])],
+      request: { params: CustomerIdParamSchema },
+      responses: { 200: jsonResponse(SummarySchema, 'The summary.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const customer = await customerOr404(c, c.req.valid('param').customer_id);
+      const activity = await c.var.services.queries.customers.recentActivity(customer.business_id, customer.id);
+      return c.json(
+        {
+          customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
+          points: {
+            balance: customer.points_balance,
+            lifetime_earned: customer.lifetime_earned,
+            lifetime_redeemed: customer.lifetime_redeemed,
+          },
+          tier: { current: null, next: null },
+          recent_activity: activity.map((a) => ({
+            type: a.type,
+            amount: a.amount,
+            description: a.description,
+            created_at: a.created_at.toISOString(),
+          })),
+        },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/transactions',
+      tags,
+      summary: "A customer's points ledger",
+      middleware: [requirePermission(['points:read'])],
+      request: { params: CustomerIdParamSchema, query: PageQuerySchema },
+      responses: {
+        200: jsonResponse(z.array(PointsTransactionSchema), 'Every balance change, oldest first, with the balance after it.'),
+        ...errorResponses(404),
+      },
+    }),
+    async (c) => {
+      const customer = await customerOr404(c, c.req.valid('param').customer_id);
+      const { limit, starting_after } = c.req.valid('query');
+      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, {
+        limit,
+        startingAfter: starting_after,
+      });
+      return listResponse(c, page, presentTransaction, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/stream',
+      tags,
+      summary: "A customer's raw event stream (auditors; private key)",
+      middleware: [requirePermission(['points:read'], { privateOnly: true })],
+      request: {
+        params: CustomerIdParamSchema,
+        query: PageQuerySchema.extend({
+          starting_after: z.coerce.number().int().min(0).optional().openapi({ description: 'Position of the last event seen.' }),
+        }),
+      },
+      responses: { 200: jsonResponse(z.array(StreamEventSchema), 'Events in stream order.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const customer = await customerOr404(c, c.req.valid('param').customer_id);
+      const { limit, starting_after } = c.req.valid('query');
+      const events = await c.var.services.store.readStream(streams.customer(customer.id), {
+        from: starting_after === undefined ? 0 : starting_after + 1,
+        max: limit + 1,
+      });
+      const page = { items: events.slice(0, limit), hasMore: events.length > limit };
+      return listResponse(c, page, presentStreamEvent, (e) => String(e.streamPosition));
+    },
+  );

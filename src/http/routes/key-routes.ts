@@ -1,0 +1,73 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { errors } from '../../errors.js';
+import { commandContext } from '../command-context.js';
+import { createRouter } from '../router.js';
+import type { AppEnv } from '../env.js';
+import { listResponse } from '../list-response.js';
+import { requirePermission } from '../middleware/auth.js';
+import { presentKey } from '../presenters.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import { CreatedKeySchema, KeyCreateSchema, KeyIdParamSchema, KeySchema } from '../schemas/key-schemas.js';
+
+const tags = ['API keys'];
+const guard = () => [requirePermission(['keys:write'])];
+
+export const keyRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/keys',
+      tags,
+      summary: 'Create an API key (the full key is shown once)',
+      middleware: guard(),
+      request: { body: jsonBody(KeyCreateSchema) },
+      responses: { 201: jsonResponse(CreatedKeySchema, 'The key, in full this once.'), ...errorResponses() },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const { services, principal } = c.var;
+      const created = await services.commands.apiKeys.create(
+        commandContext(c),
+        { type: body.type, name: body.name ?? null, permissions: body.permissions ?? null },
+        principal.permissions,
+      );
+      const row = await services.queries.access.key(principal.businessId, created.id);
+      if (!row) throw new Error(`key ${created.id} was written but is not in the read model yet`);
+      return c.json({ ...presentKey(row), key: created.key }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/keys',
+      tags,
+      summary: 'List API keys (never the keys themselves)',
+      middleware: guard(),
+      request: { query: PageQuerySchema },
+      responses: { 200: jsonResponse(z.array(KeySchema), 'Keys, oldest first, revoked ones included.'), ...errorResponses() },
+    }),
+    async (c) => {
+      const { limit, starting_after } = c.req.valid('query');
+      const page = await c.var.services.queries.access.keys(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      return listResponse(c, page, presentKey, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'delete',
+      path: '/keys/{key_id}',
+      tags,
+      summary: 'Revoke an API key (effective on the next request)',
+      middleware: guard(),
+      request: { params: KeyIdParamSchema },
+      responses: { 200: jsonResponse(KeySchema, 'The key as it now stands, with revoked_at set.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { key_id } = c.req.valid('param');
+      const { services, principal } = c.var;
+      await services.commands.apiKeys.revoke(commandContext(c), key_id);
+      const row = await services.queries.access.key(principal.businessId, key_id);
+      if (!row) throw errors.keyNotFound(key_id);
+      return c.json(presentKey(row), 200);
+    },
+  );

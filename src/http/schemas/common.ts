@@ -1,0 +1,61 @@
+import { z } from '@hono/zod-openapi';
+
+const MAX_METADATA_BYTES = 8 * 1024;
+
+/** Free-form caller data: any JSON object of at most 8 KiB serialized. */
+export const MetadataSchema = z
+  .record(z.string(), z.unknown())
+  .refine((value) => Buffer.byteLength(JSON.stringify(value)) <= MAX_METADATA_BYTES, {
+    message: `must be at most ${MAX_METADATA_BYTES} bytes when serialized`,
+  })
+  .openapi({ description: 'Free-form key/value data, at most 8 KiB serialized.', example: { source: 'pos' } });
+
+export const TimestampSchema = z.string().openapi({ example: '2026-11-22T14:03:07.123Z', format: 'date-time' });
+
+/** `?limit=&starting_after=` of every list endpoint (CONTRACT.md §4). */
+export const PageQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'Page size (1–200, default 50).' }),
+  starting_after: z.string().min(1).optional().openapi({ description: 'Id of the last item of the previous page.' }),
+});
+
+export const ErrorSchema = z
+  .object({
+    code: z.string().openapi({ example: 'validation_error' }),
+    message: z.string(),
+    request_id: z.string().openapi({ example: 'req_V1StGXR8Z5jdHi6BmyT' }),
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .passthrough()
+  .openapi('Error');
+
+/** The error responses a route can answer, for its OpenAPI entry. */
+export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503>) {
+  const descriptions: Record<number, string> = {
+    400: 'Invalid JSON or a field missing, mistyped, out of range or unknown.',
+    401: 'Missing, invalid or ambiguous API key.',
+    403: 'The key lacks a permission, is public on a write, or a plan limit was reached.',
+    404: 'Unknown id (including another business’s).',
+    409: 'Conflict (see the error code).',
+    413: 'Body over 64 KiB.',
+    415: 'Body sent without Content-Type: application/json.',
+    422: 'The request is valid but cannot be carried out (see the error code).',
+    503: 'A store is unreachable; nothing was written.',
+  };
+  return Object.fromEntries(
+    [...new Set([400, 401, 403, 503, ...statuses])].map((s) => [
+      s,
+      { description: descriptions[s]!, content: { 'application/json': { schema: ErrorSchema } } },
+    ]),
+  );
+}
+
+export const jsonBody = <T extends z.ZodType>(schema: T, description?: string) => ({
+  required: true,
+  ...(description ? { description } : {}),
+  content: { 'application/json': { schema } },
+});
+
+export const jsonResponse = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});

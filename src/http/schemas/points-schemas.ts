@@ -1,0 +1,73 @@
+import { z } from '@hono/zod-openapi';
+import { MetadataSchema, TimestampSchema } from './common.js';
+
+const MAX_AMOUNT = 1_000_000_000;
+
+export const PointsTransactionCreateSchema = z
+  .strictObject({
+    type: z.enum(['earn', 'deduct', 'adjust']).openapi({ description: 'earn and deduct take amount > 0; adjust takes amount ≠ 0.' }),
+    amount: z.number().int().min(-MAX_AMOUNT).max(MAX_AMOUNT),
+    description: z.string().max(500).optional(),
+    reference: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .openapi({ description: 'Unique per customer across transactions, events and redemptions, forever.' }),
+    metadata: MetadataSchema.optional(),
+    apply_multiplier: z.boolean().optional().openapi({ description: "earn only: multiply by the customer's tier multiplier." }),
+  })
+  .superRefine((t, ctx) => {
+    if (t.type === 'adjust' ? t.amount === 0 : t.amount <= 0) {
+      ctx.addIssue({ code: 'custom', path: ['amount'], message: t.type === 'adjust' ? 'must not be 0' : 'must be greater than 0' });
+    }
+    if (t.apply_multiplier !== undefined && t.type !== 'earn') {
+      ctx.addIssue({ code: 'custom', path: ['apply_multiplier'], message: 'only allowed when type is earn' });
+    }
+  })
+  .openapi('PointsTransactionCreate');
+
+export const PointsTransactionSchema = z
+  .object({
+    id: z.string().openapi({ example: 'txn_8ZkqP2mXv4RtY6wQ1bN3' }),
+    customer_id: z.string(),
+    type: z.enum(['earn', 'deduct', 'adjust']),
+    amount: z.number().int(),
+    balance: z.number().int().openapi({ description: 'The balance right after this transaction.' }),
+    base_amount: z.number().int().optional().openapi({ description: 'earn: the amount before the multiplier.' }),
+    multiplier: z.number().optional().openapi({ description: 'earn: the multiplier applied.' }),
+    description: z.string().nullable(),
+    reference: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: TimestampSchema,
+  })
+  .openapi('PointsTransaction');
+
+export const SummarySchema = z
+  .object({
+    customer: z.object({
+      id: z.string(),
+      email: z.string().nullable(),
+      first_name: z.string().nullable(),
+      last_name: z.string().nullable(),
+    }),
+    points: z.object({ balance: z.number().int(), lifetime_earned: z.number().int(), lifetime_redeemed: z.number().int() }),
+    tier: z.object({
+      current: z.object({ id: z.string(), name: z.string() }).passthrough().nullable(),
+      next: z.object({ id: z.string(), name: z.string(), points_threshold: z.number().int(), points_needed: z.number().int() }).nullable(),
+    }),
+    recent_activity: z.array(
+      z.object({ type: z.string(), amount: z.number().int(), description: z.string().nullable(), created_at: TimestampSchema }),
+    ),
+  })
+  .openapi('CustomerSummary');
+
+export const StreamEventSchema = z
+  .object({
+    position: z.number().int(),
+    type: z.string(),
+    data: z.record(z.string(), z.unknown()),
+    metadata: z.record(z.string(), z.unknown()),
+    recorded_at: TimestampSchema,
+  })
+  .openapi('StreamEvent');

@@ -1,0 +1,34 @@
+import { customAlphabet } from 'nanoid';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const randomId = customAlphabet(BASE62, 20);
+const randomSecret = customAlphabet(BASE62, 40);
+
+export const ID_PREFIXES = {
+  business: 'biz',
+  customer: 'cust',
+  transaction: 'txn',
+  reward: 'rew',
+  redemption: 'red',
+  tier: 'tier',
+  eventType: 'evtp',
+  event: 'evt',
+  webhook: 'whk',
+  message: 'msg',
+  apiKey: 'key',
+  request: 'req',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/** A prefixed, URL-safe id with 20 random base62 characters: `newId('customer')` → `cust_4fT…`. */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${randomId()}`;
+}
+
+/** The secret part of an API key (40 base62 characters). */
+export function newKeySecret(): string {
+  return randomSecret();
+}
+
+export type IdGenerator = typeof newId;

@@ -1,0 +1,51 @@
+import type { Kysely } from 'kysely';
+import type { ApiKeyRow, BusinessRow, Database } from '../../db/schema.js';
+import { fetchPage, type PageRequest } from '../page.js';
+
+export interface Principal {
+  keyId: string;
+  businessId: string;
+  type: 'private' | 'public';
+  permissions: string[];
+  keyHash: string;
+}
+
+export function accessQueries(db: Kysely<Database>) {
+  const key = (businessId: string, keyId: string): Promise<ApiKeyRow | undefined> =>
+    db.selectFrom('api_keys').selectAll().where('business_id', '=', businessId).where('id', '=', keyId).executeTakeFirst();
+
+  return {
+    key,
+
+    /** The live (not revoked) key with this hash, or undefined. */
+    async principalByKeyHash(keyHash: string): Promise<Principal | undefined> {
+      const row = await db
+        .selectFrom('api_keys')
+        .select(['id', 'business_id', 'type', 'permissions', 'key_hash'])
+        .where('key_hash', '=', keyHash)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      return row && { keyId: row.id, businessId: row.business_id, type: row.type, permissions: row.permissions, keyHash: row.key_hash };
+    },
+
+    keys(businessId: string, page: PageRequest) {
+      const q = db.selectFrom('api_keys').selectAll().where('business_id', '=', businessId);
+      return fetchPage(q, page, async (id) => (await key(businessId, id))?.seq);
+    },
+
+    /** Keys of every business (CLI). */
+    allKeys(): Promise<ApiKeyRow[]> {
+      return db.selectFrom('api_keys').selectAll().orderBy('seq').execute();
+    },
+
+    businesses(): Promise<BusinessRow[]> {
+      return db.selectFrom('businesses').selectAll().orderBy('seq').execute();
+    },
+
+    business(id: string): Promise<BusinessRow | undefined> {
+      return db.selectFrom('businesses').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+  };
+}
+
+export type AccessQueries = ReturnType<typeof accessQueries>;

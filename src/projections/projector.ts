@@ -1,0 +1,14 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { EventType } from '../events/catalogue.js';
+import type { StoredEvent } from '../store/event-store.js';
+
+/**
+ * Turns events into read-model rows. `apply` writes only through the transaction it is given,
+ * which also moves the projector's checkpoint: the read model and its position commit together.
+ */
+export interface Projector {
+  name: string;
+  handles: ReadonlySet<EventType>;
+  apply(event: StoredEvent, trx: Transaction<Database>): Promise<void>;
+}

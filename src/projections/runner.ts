@@ -1,0 +1,189 @@
+import { type Kysely, sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from '../db/schema.js';
+import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
+import type { Projector } from './projector.js';
+
+export interface RunnerOptions {
+  batchSize?: number;
+  /** How often to look for events written by other processes. */
+  pollMs?: number;
+  logger?: Logger | undefined;
+}
+
+/**
+ * Keeps one projector's read model up to date: reads committed events after its checkpoint in
+ * batches and applies each batch in one transaction that also moves the checkpoint.
+ *
+ * Several processes may run the same projector: each batch takes a transaction-scoped advisory
+ * lock and re-checks the checkpoint row under `FOR UPDATE`, so exactly one of them applies a given
+ * batch and the others skip it.
+ */
+export class ProjectionRunner {
+  private checkpoint: Checkpoint = START;
+  private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private rowCreated = false;
+  private dirty = false;
+  private wakeSleeper: (() => void) | null = null;
+  private readonly batchSize: number;
+  private readonly pollMs: number;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly store: EventStore,
+    readonly projector: Projector,
+    private readonly options: RunnerOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 500;
+    this.pollMs = options.pollMs ?? 250;
+  }
+
+  get name(): string {
+    return this.projector.name;
+  }
+
+  get position(): Checkpoint {
+    return this.checkpoint;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.stopped = false;
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.running;
+    this.running = null;
+  }
+
+  /** Asks the loop to look for new events now. */
+  wake(): void {
+    this.dirty = true;
+    this.wakeSleeper?.();
+  }
+
+  /** Processes every event committed so far (used by the CLI, which runs no loop). */
+  async catchUp(): Promise<void> {
+    while ((await this.step()) > 0);
+  }
+
+  /** Resolves when this projector has passed `position`, or after `timeoutMs` (then returns false). */
+  waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
+    if (compareCheckpoints(this.checkpoint, position) >= 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      const waiter = {
+        position,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      this.waiters.push(waiter);
+      this.wake();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      this.dirty = false;
+      let processed = 0;
+      try {
+        processed = await this.step();
+        failures = 0;
+      } catch (error) {
+        failures++;
+        this.options.logger?.error({ err: error, projector: this.name }, 'projection batch failed; will retry');
+        await this.sleep(Math.min(5000, 100 * 2 ** failures));
+        continue;
+      }
+      if (processed === 0 && !this.dirty) await this.sleep(this.pollMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeSleeper = () => {
+        this.wakeSleeper = null;
+        done();
+      };
+    });
+  }
+
+  /** One batch; returns how many events were applied. */
+  private async step(): Promise<number> {
+    const from = await this.readCheckpoint();
+    const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
+    if (events.length === 0) return 0;
+    const applied = await this.db.transaction().execute(async (trx) => {
+      const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${`projection:${this.name}`})) as locked`.execute(trx);
+      if (!lock.rows[0]?.locked) return false;
+      const row = await trx
+        .selectFrom('projection_checkpoints')
+        .select(['transaction_id', 'global_position'])
+        .where('name', '=', this.name)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row || compareCheckpoints(toCheckpoint(row), from) !== 0) return false;
+      for (const event of events) {
+        if (this.projector.handles.has(event.type as never)) await this.projector.apply(event, trx);
+      }
+      await trx
+        .updateTable('projection_checkpoints')
+        .set({
+          transaction_id: next.transactionId.toString(),
+          global_position: Number(next.globalPosition),
+          updated_at: new Date(),
+        })
+        .where('name', '=', this.name)
+        .execute();
+      return true;
+    });
+    if (!applied) return 0;
+    this.advanceTo(next);
+    return events.length;
+  }
+
+  private async readCheckpoint(): Promise<Checkpoint> {
+    if (!this.rowCreated) await this.db
+      .insertInto('projection_checkpoints')
+      .values({ name: this.name, transaction_id: '0', global_position: 0, updated_at: new Date() })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    this.rowCreated = true;
+    const row = await this.db
+      .selectFrom('projection_checkpoints')
+      .select(['transaction_id', 'global_position'])
+      .where('name', '=', this.name)
+      .executeTakeFirstOrThrow();
+    const checkpoint = toCheckpoint(row);
+    this.advanceTo(checkpoint);
+    return checkpoint;
+  }
+
+  private advanceTo(checkpoint: Checkpoint): void {
+    if (compareCheckpoints(checkpoint, this.checkpoint) > 0) this.checkpoint = checkpoint;
+    const ready = this.waiters.filter((w) => compareCheckpoints(this.checkpoint, w.position) >= 0);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((w) => !ready.includes(w));
+    for (const waiter of ready) waiter.resolve();
+  }
+}
+
+function toCheckpoint(row: { transaction_id: string; global_position: number }): Checkpoint {
+  return { transactionId: BigInt(row.transaction_id), globalPosition: BigInt(row.global_position) };
+}

@@ -1,0 +1,73 @@
+import pino, { type Logger } from 'pino';
+import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
+import { businessCommands } from './commands/business/business-commands.js';
+import type { CommandDeps } from './commands/command-deps.js';
+import { customerCommands } from './commands/customer/customer-commands.js';
+import { KeyedLock } from './commands/keyed-lock.js';
+import type { Config } from './config.js';
+import { type DatabaseHandle, openDatabase } from './db/database.js';
+import { lockDataDir } from './db/data-dir-lock.js';
+import { migrateToLatest } from './db/migrations.js';
+import { accessQueries } from './projections/access/access-queries.js';
+import { customerQueries } from './projections/customers/customers-queries.js';
+import { Projections } from './projections/projections.js';
+import { PostgresEventStore } from './store/postgres-event-store.js';
+
+export interface ServicesOptions {
+  config: Config;
+  /** An already open database (tests); otherwise opened from the config. */
+  database?: DatabaseHandle;
+  logger?: Logger;
+  /** Run projection loops in this process (the server); the CLI catches up on demand instead. */
+  runProjections?: boolean;
+}
+
+/**
+ * The composition root: opens the stores, migrates, and wires commands, queries and projections.
+ *
+ * @example
+ * const services = await createServices({ config: loadConfig(), runProjections: true });
+ * const app = createApp(services);
+ */
+export async function createServices(options: ServicesOptions) {
+  const { config } = options;
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const unlock = options.database || config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
+  let database: DatabaseHandle;
+  try {
+    database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+    await migrateToLatest(database.db);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+  const store = new PostgresEventStore(database.db);
+  const projections = new Projections(database.db, store, { logger, settleTimeoutMs: config.readYourWritesTimeoutMs });
+  const deps: CommandDeps = { store, locks: new KeyedLock(), settle: (p) => projections.settle(p) };
+  if (options.runProjections) projections.start();
+
+  return {
+    config,
+    logger,
+    database,
+    db: database.db,
+    store,
+    projections,
+    commands: {
+      businesses: businessCommands(deps),
+      apiKeys: apiKeyCommands(deps),
+      customers: customerCommands(deps),
+    },
+    queries: {
+      access: accessQueries(database.db),
+      customers: customerQueries(database.db),
+    },
+    async close() {
+      await projections.stop();
+      await database.close();
+      unlock();
+    },
+  };
+}
+
+export type Services = Awaited<ReturnType<typeof createServices>>;

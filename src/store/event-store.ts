@@ -1,0 +1,89 @@
+import type { EventMetadata } from '../events/metadata.js';
+
+/**
+ * The event store port. Adapters: `postgres-event-store.ts` (PostgreSQL server and embedded
+ * PGlite). Every adapter passes `test/store/event-store.contract.ts`.
+ */
+export interface EventStore {
+  /** Appends to several streams atomically: all writes succeed or none does. */
+  append(writes: AppendWrite[]): Promise<AppendResult>;
+  /** Events of one stream in order (or newest first with `backwards`). */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
+  /**
+   * Committed events after `after`, in a total order that never changes once read: an event that
+   * commits late is never ordered before one already returned, so a reader that checkpoints
+   * `checkpoint` and calls again sees every event exactly once.
+   */
+  readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
+  /** Called after every successful append in this process, to wake readers without polling. */
+  onAppended(listener: () => void): () => void;
+}
+
+/** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
+export type ExpectedRevision = 'no_stream' | 'any' | number;
+
+export interface AppendWrite {
+  stream: string;
+  expected: ExpectedRevision;
+  events: NewEvent[];
+}
+
+export interface NewEvent {
+  /** UUID; the store assigns one when absent. */
+  id?: string;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent {
+  eventId: string;
+  streamId: string;
+  /** 0-based revision of the event within its stream. */
+  streamPosition: number;
+  type: string;
+  data: any;
+  metadata: EventMetadata;
+  recordedAt: Date;
+  /** Position in the global order (`readAll`). */
+  position: Checkpoint;
+}
+
+/** A position in `readAll` order; compare with `compareCheckpoints`. */
+export interface Checkpoint {
+  transactionId: bigint;
+  globalPosition: bigint;
+}
+
+export const START: Checkpoint = { transactionId: 0n, globalPosition: 0n };
+
+export interface AppendResult {
+  /** Position of the last event written; once a projector passes it, the write is visible. */
+  position: Checkpoint;
+  /** New revision of each written stream. */
+  revisions: Record<string, number>;
+}
+
+export interface ReadStreamOptions {
+  /** First revision to read (inclusive); with `backwards`, the revision to start from. */
+  from?: number;
+  backwards?: boolean;
+  max?: number;
+}
+
+export class WrongExpectedVersion extends Error {
+  constructor(
+    readonly stream: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: number | 'no_stream',
+  ) {
+    super(`Stream '${stream}' expected at ${String(expected)} but is at ${String(actual)}`);
+    this.name = 'WrongExpectedVersion';
+  }
+}
+
+export function compareCheckpoints(a: Checkpoint, b: Checkpoint): number {
+  if (a.transactionId !== b.transactionId) return a.transactionId < b.transactionId ? -1 : 1;
+  if (a.globalPosition !== b.globalPosition) return a.globalPosition < b.globalPosition ? -1 : 1;
+  return 0;
+}
