@@ -1,0 +1,64 @@
+import pino from 'pino';
+import { provisionBusiness, type ProvisionedBusiness } from '../../src/cli/provision.js';
+import { loadConfig } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/services.js';
+import { openTestDatabase } from './test-database.js';
+
+export interface TestApp {
+  services: Services;
+  app: ReturnType<typeof createApp>;
+  /** A new business with its default private and public keys. */
+  business(plan?: 'free' | 'unlimited'): Promise<ProvisionedBusiness>;
+  /** One HTTP request through the real app (no network); JSON body in, parsed JSON out. */
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  key?: string;
+  body?: unknown;
+  /** A raw body, sent as is (for malformed-input tests). */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** The real service (stores, projections, HTTP app) on a fresh database. Close it in `afterAll`. */
+export async function startTestApp(): Promise<TestApp> {
+  const database = await openTestDatabase();
+  const config = { ...loadConfig({}), logLevel: 'silent' };
+  const services = await createServices({ config, database, runProjections: true, logger: pino({ level: 'silent' }) });
+  const app = createApp(services);
+
+  return {
+    services,
+    app,
+    business: (plan = 'unlimited') => provisionBusiness(services, `Business ${Math.random().toString(36).slice(2, 8)}`, plan),
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      if (options.key !== undefined) headers['x-api-key'] = options.key;
+      let body: string | undefined = options.rawBody;
+      if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await app.request(path, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    close: () => services.close(),
+  };
+}
