@@ -7,7 +7,6 @@ import type { Services } from '../services.js';
 import { errorResponse, toApiError } from './error-response.js';
 import { authenticate } from './middleware/auth.js';
 import { preflight, publicKeyCors } from './middleware/cors.js';
-import { idempotency } from './middleware/idempotency.js';
 import { jsonBody } from './middleware/json-body.js';
 import { notFoundHandler } from './not-found.js';
 import { createRouter } from './router.js';
@@ -19,8 +18,8 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
  * The HTTP API. Middleware order matters: request id first (every answer carries one), then
- * authentication (401 before anything else), then body checks, then idempotency (which needs the
- * business of the key), then the route's own permission guard and schema validation.
+ * authentication (401 before anything else), then body checks; each route then runs its `guard`
+ * (permissions, then Idempotency-Key) and its schema validation.
  */
 export function createApp(services: Services) {
   const app = createRouter();
@@ -44,7 +43,6 @@ export function createApp(services: Services) {
     }),
   );
   app.use('/api/v1/*', jsonBody);
-  app.use('/api/v1/*', idempotency);
 
   app.route('/api/v1', customerRoutes);
   app.route('/api/v1', pointsRoutes);

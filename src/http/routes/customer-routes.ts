@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { streams } from '../../commands/streams.js';
 import { errors } from '../../errors.js';
-import { requirePermission } from '../middleware/auth.js';
+import { guard } from '../middleware/guard.js';
 import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
 import type { AppEnv } from '../env.js';
@@ -33,7 +33,7 @@ export const customerRoutes = createRouter()
       path: '/customers',
       tags,
       summary: 'List customers',
-      middleware: [requirePermission(['customers:read'])],
+      middleware: guard(['customers:read']),
       request: { query: CustomerListQuerySchema },
       responses: { 200: jsonResponse(z.array(CustomerSchema), 'Customers, oldest first.'), ...errorResponses() },
     }),
@@ -52,7 +52,7 @@ export const customerRoutes = createRouter()
       path: '/customers',
       tags,
       summary: 'Create a customer',
-      middleware: [requirePermission(['customers:write'])],
+      middleware: guard(['customers:write']),
       request: { body: jsonBody(CustomerCreateSchema) },
       responses: { 201: jsonResponse(CustomerSchema, 'The new customer.'), ...errorResponses(409) },
     }),
@@ -75,7 +75,7 @@ export const customerRoutes = createRouter()
       path: '/customers/{customer_id}',
       tags,
       summary: 'Get a customer',
-      middleware: [requirePermission(['customers:read'])],
+      middleware: guard(['customers:read']),
       request: { params: CustomerIdParamSchema },
       responses: { 200: jsonResponse(CustomerSchema, 'The customer.'), ...errorResponses(404) },
     }),
@@ -87,7 +87,7 @@ export const customerRoutes = createRouter()
       path: '/customers/{customer_id}',
       tags,
       summary: 'Update a customer',
-      middleware: [requirePermission(['customers:write'])],
+      middleware: guard(['customers:write']),
       request: { params: CustomerIdParamSchema, body: jsonBody(CustomerUpdateSchema) },
       responses: { 200: jsonResponse(CustomerSchema, 'The customer as it now stands.'), ...errorResponses(404, 409) },
     }),
@@ -103,7 +103,7 @@ export const customerRoutes = createRouter()
       path: '/customers/{customer_id}/summary',
       tags,
       summary: "A customer's points, tier and recent activity",
-      middleware: [requirePermission(['customers:read', 'points:read'])],
+      middleware: guard(['customers:read', 'points:read']),
       request: { params: CustomerIdParamSchema },
       responses: { 200: jsonResponse(SummarySchema, 'The summary.'), ...errorResponses(404) },
     }),
@@ -136,7 +136,7 @@ export const customerRoutes = createRouter()
       path: '/customers/{customer_id}/transactions',
       tags,
       summary: "A customer's points ledger",
-      middleware: [requirePermission(['points:read'])],
+      middleware: guard(['points:read']),
       request: { params: CustomerIdParamSchema, query: PageQuerySchema },
       responses: {
         200: jsonResponse(z.array(PointsTransactionSchema), 'Every balance change, oldest first, with the balance after it.'),
@@ -159,7 +159,7 @@ export const customerRoutes = createRouter()
       path: '/customers/{customer_id}/stream',
       tags,
       summary: "A customer's raw event stream (auditors; private key)",
-      middleware: [requirePermission(['points:read'], { privateOnly: true })],
+      middleware: guard(['points:read'], { privateOnly: true }),
       request: {
         params: CustomerIdParamSchema,
         query: PageQuerySchema.extend({

@@ -4,13 +4,12 @@ import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../list-response.js';
-import { requirePermission } from '../middleware/auth.js';
+import { guard } from '../middleware/guard.js';
 import { presentKey } from '../presenters.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CreatedKeySchema, KeyCreateSchema, KeyIdParamSchema, KeySchema } from '../schemas/key-schemas.js';
 
 const tags = ['API keys'];
-const guard = () => [requirePermission(['keys:write'])];
 
 export const keyRoutes = createRouter()
   .openapi(
@@ -19,7 +18,7 @@ export const keyRoutes = createRouter()
       path: '/keys',
       tags,
       summary: 'Create an API key (the full key is shown once)',
-      middleware: guard(),
+      middleware: guard(['keys:write']),
       request: { body: jsonBody(KeyCreateSchema) },
       responses: { 201: jsonResponse(CreatedKeySchema, 'The key, in full this once.'), ...errorResponses() },
     }),
@@ -42,7 +41,7 @@ export const keyRoutes = createRouter()
       path: '/keys',
       tags,
       summary: 'List API keys (never the keys themselves)',
-      middleware: guard(),
+      middleware: guard(['keys:write']),
       request: { query: PageQuerySchema },
       responses: { 200: jsonResponse(z.array(KeySchema), 'Keys, oldest first, revoked ones included.'), ...errorResponses() },
     }),
@@ -58,7 +57,7 @@ export const keyRoutes = createRouter()
       path: '/keys/{key_id}',
       tags,
       summary: 'Revoke an API key (effective on the next request)',
-      middleware: guard(),
+      middleware: guard(['keys:write']),
       request: { params: KeyIdParamSchema },
       responses: { 200: jsonResponse(KeySchema, 'The key as it now stands, with revoked_at set.'), ...errorResponses(404) },
     }),

@@ -4,7 +4,7 @@ import { ApiError } from '../../errors.js';
 import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
 import type { AppEnv } from '../env.js';
-import { requirePermission } from '../middleware/auth.js';
+import { guard } from '../middleware/guard.js';
 import { presentTransaction } from '../presenters.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
@@ -19,7 +19,7 @@ export const pointsRoutes = createRouter().openapi(
     description:
       'A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; ' +
       'a retry with the same `Idempotency-Key` replays the first response.',
-    middleware: [requirePermission(['points:write'])],
+    middleware: guard(['points:write']),
     request: { params: CustomerIdParamSchema, body: jsonBody(PointsTransactionCreateSchema) },
     responses: {
       201: jsonResponse(PointsTransactionSchema, 'The transaction, with the balance right after it.'),
