@@ -4,6 +4,7 @@ import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { KeyedLock } from './commands/keyed-lock.js';
+import { StateCache } from './commands/state-cache.js';
 import type { Config } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
@@ -43,7 +44,7 @@ export async function createServices(options: ServicesOptions) {
   }
   const store = new PostgresEventStore(database.db);
   const projections = new Projections(database.db, store, { logger, settleTimeoutMs: config.readYourWritesTimeoutMs });
-  const deps: CommandDeps = { store, locks: new KeyedLock(), settle: (p) => projections.settle(p) };
+  const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(), settle: (p) => projections.settle(p) };
   if (options.runProjections) projections.start();
 
   return {

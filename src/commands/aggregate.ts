@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
 import type { CommandContext } from '../events/metadata.js';
 import type { EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
-import { type Decider, fold } from './decider.js';
+import type { Decider } from './decider.js';
+import type { StateCache } from './state-cache.js';
 
 export interface Loaded<State> {
   state: State;
@@ -10,16 +11,24 @@ export interface Loaded<State> {
   revision: ExpectedRevision;
 }
 
-/** Reads a stream and folds it through a decider. */
+/**
+ * Reads a stream and folds it through a decider. With a cache, starts from the cached state and
+ * reads only the events after it (deciders never mutate state, so sharing it is safe).
+ */
 export async function loadAggregate<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
   decider: Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>,
+  cache?: StateCache,
 ): Promise<Loaded<State>> {
-  const events = await store.readStream(stream);
-  const state = fold(decider, events.map((e) => ({ type: e.type, data: e.data }) as Event));
-  const last = events.at(-1);
-  return { state, revision: last ? last.streamPosition : 'no_stream' };
+  const cached = cache?.get<State>(stream);
+  const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});
+  let state = cached ? cached.state : decider.initialState();
+  for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Event);
+  const revision = events.at(-1)?.streamPosition ?? cached?.revision;
+  if (revision === undefined) return { state, revision: 'no_stream' };
+  cache?.set(stream, state, revision);
+  return { state, revision };
 }
 
 /** Wraps decided events with the metadata every stored event carries. */

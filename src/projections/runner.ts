@@ -24,7 +24,7 @@ export class ProjectionRunner {
   private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
   private running: Promise<void> | null = null;
   private stopped = false;
-  private rowCreated = false;
+  private loaded = false;
   private dirty = false;
   private wakeSleeper: (() => void) | null = null;
   private readonly batchSize: number;
@@ -124,21 +124,27 @@ export class ProjectionRunner {
     });
   }
 
-  /** One batch; returns how many events were applied. */
+  /**
+   * One batch; returns how many events were applied (or 1 when the checkpoint moved elsewhere, to
+   * go again at once). The checkpoint is kept in memory and re-read only when the row under lock
+   * says another process moved it: when `readAll` finds nothing after our checkpoint, nobody can
+   * be ahead of it.
+   */
   private async step(): Promise<number> {
-    const from = await this.readCheckpoint();
+    if (!this.loaded) await this.loadCheckpoint();
+    const from = this.checkpoint;
     const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
     if (events.length === 0) return 0;
-    const applied = await this.db.transaction().execute(async (trx) => {
+    const outcome = await this.db.transaction().execute(async (trx) => {
       const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${`projection:${this.name}`})) as locked`.execute(trx);
-      if (!lock.rows[0]?.locked) return false;
+      if (!lock.rows[0]?.locked) return 'busy' as const;
       const row = await trx
         .selectFrom('projection_checkpoints')
         .select(['transaction_id', 'global_position'])
         .where('name', '=', this.name)
         .forUpdate()
-        .executeTakeFirst();
-      if (!row || compareCheckpoints(toCheckpoint(row), from) !== 0) return false;
+        .executeTakeFirstOrThrow();
+      if (compareCheckpoints(toCheckpoint(row), from) !== 0) return toCheckpoint(row);
       for (const event of events) {
         if (this.projector.handles.has(event.type as never)) await this.projector.apply(event, trx);
       }
@@ -151,33 +157,35 @@ export class ProjectionRunner {
         })
         .where('name', '=', this.name)
         .execute();
-      return true;
+      return 'applied' as const;
     });
-    if (!applied) return 0;
-    this.advanceTo(next);
-    return events.length;
+    if (outcome === 'busy') return 0; // another process holds this projector; its progress shows up on the next poll
+    if (outcome === 'applied') {
+      this.moveTo(next);
+      return events.length;
+    }
+    this.moveTo(outcome); // another process moved the checkpoint (or a rebuild reset it)
+    return 1;
   }
 
-  private async readCheckpoint(): Promise<Checkpoint> {
-    if (!this.rowCreated) await this.db
+  private async loadCheckpoint(): Promise<void> {
+    await this.db
       .insertInto('projection_checkpoints')
       .values({ name: this.name, transaction_id: '0', global_position: 0, updated_at: new Date() })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    this.rowCreated = true;
     const row = await this.db
       .selectFrom('projection_checkpoints')
       .select(['transaction_id', 'global_position'])
       .where('name', '=', this.name)
       .executeTakeFirstOrThrow();
-    const checkpoint = toCheckpoint(row);
-    this.advanceTo(checkpoint);
-    return checkpoint;
+    this.loaded = true;
+    this.moveTo(toCheckpoint(row));
   }
 
-  private advanceTo(checkpoint: Checkpoint): void {
-    if (compareCheckpoints(checkpoint, this.checkpoint) > 0) this.checkpoint = checkpoint;
-    const ready = this.waiters.filter((w) => compareCheckpoints(this.checkpoint, w.position) >= 0);
+  private moveTo(checkpoint: Checkpoint): void {
+    this.checkpoint = checkpoint;
+    const ready = this.waiters.filter((w) => compareCheckpoints(checkpoint, w.position) >= 0);
     if (ready.length === 0) return;
     this.waiters = this.waiters.filter((w) => !ready.includes(w));
     for (const waiter of ready) waiter.resolve();

@@ -36,7 +36,7 @@ export function customerCommands(deps: CommandDeps) {
 
   /** Loads a customer of the caller's business, or 404 (another business's customer is not found either). */
   async function loadCustomer(ctx: CommandContext, customerId: string) {
-    const loaded = await loadAggregate(store, streams.customer(customerId), customerDecider);
+    const loaded = await loadAggregate(store, streams.customer(customerId), customerDecider, deps.cache);
     if (!loaded.state.registered || loaded.state.businessId !== ctx.businessId) throw errors.customerNotFound(customerId);
     return loaded;
   }
@@ -64,7 +64,7 @@ export function customerCommands(deps: CommandDeps) {
   /** Writes that count a new customer against the business's plan (none on an unlimited plan). */
   async function planWrites(ctx: CommandContext, customerId: string): Promise<AppendWrite[]> {
     const stream = streams.business(ctx.businessId);
-    const { state, revision } = await loadAggregate(store, stream, businessDecider);
+    const { state, revision } = await loadAggregate(store, stream, businessDecider, deps.cache);
     if (PLAN_LIMITS[state.plan] === Number.POSITIVE_INFINITY) return [];
     const events = businessDecider.decide({ type: 'CountCustomer', customerId }, state);
     return [{ stream, expected: revision, events: withMetadata(events, ctx) }];
