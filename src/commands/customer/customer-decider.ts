@@ -97,7 +97,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
       case 'UpdateCustomer': {
         const changed = Object.fromEntries(
           Object.entries(definedOnly(command.changes)).filter(
-            ([field, value]) => JSON.stringify(state.profile[field as keyof CustomerProfile]) !== JSON.stringify(value),
+            ([field, value]) => canonical(state.profile[field as keyof CustomerProfile]) !== canonical(value),
           ),
         );
         return Object.keys(changed).length === 0 ? [] : [{ type: 'CustomerUpdated', data: changed }];
@@ -126,7 +126,8 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
   switch (pointsType) {
     case 'earn': {
       const multiplier = command.applyMultiplier ? (state.tier?.multiplier ?? 1) : 1;
-      const credited = Math.floor(amount * multiplier);
+      // Multipliers have at most two decimals: multiply in integer hundredths so 100 × 1.15 is 115, not 114.
+      const credited = Math.floor((amount * Math.round(multiplier * 100)) / 100);
       assertWithinLimit(state.lifetimeEarned + credited);
       return {
         type: 'PointsEarned',
@@ -145,7 +146,7 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
 
 function assertWithinLimit(total: number) {
   if (total > MAX_POINTS) {
-    throw new ApiError(422, 'validation_error', 'The lifetime total would exceed the largest safe integer.', {
+    throw new ApiError(400, 'validation_error', 'The lifetime total would exceed the largest safe integer.', {
       details: [{ path: 'amount', message: 'too large for this customer' }],
     });
   }
@@ -153,4 +154,13 @@ function assertWithinLimit(total: number) {
 
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** JSON with object keys sorted, so equal values compare equal whatever their key order (jsonb reorders keys). */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
 }
