@@ -9,14 +9,11 @@ const ALLOWED_HEADERS = 'X-API-Key, Authorization, Content-Type, Idempotency-Key
  */
 export const preflight = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.method !== 'OPTIONS' || !c.req.header('access-control-request-method')) return next();
-  return new Response(null, {
-    status: 204,
-    headers: {
-      'Access-Control-Allow-Origin': '*',
-      'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE',
-      'Access-Control-Allow-Headers': ALLOWED_HEADERS,
-      'Access-Control-Max-Age': '600',
-    },
+  return c.body(null, 204, {
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Allow-Methods': 'GET, POST, PATCH, DELETE',
+    'Access-Control-Allow-Headers': ALLOWED_HEADERS,
+    'Access-Control-Max-Age': '600',
   });
 });
 
