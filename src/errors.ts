@@ -29,6 +29,10 @@ export const errors = {
     new ApiError(404, code, `No ${what} with id '${id}'.`),
   customerNotFound: (id: string) => errors.notFound('customer_not_found', 'customer', id),
   keyNotFound: (id: string) => errors.notFound('key_not_found', 'API key', id),
+  tierNotFound: (id: string) => errors.notFound('tier_not_found', 'tier', id),
+  eventTypeNotFound: (name: string) => new ApiError(404, 'event_type_not_found', `No event type named '${name}'.`),
+  rewardNotFound: (id: string) => errors.notFound('reward_not_found', 'reward', id),
+  redemptionNotFound: (id: string) => errors.notFound('redemption_not_found', 'redemption', id),
   insufficientPoints: (balance: number, needed: number) =>
     new ApiError(422, 'insufficient_points', `The balance is ${balance}; this needs ${needed}.`, {
       balance,

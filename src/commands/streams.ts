@@ -4,6 +4,9 @@ import { createHash } from 'node:crypto';
 export const streams = {
   business: (businessId: string) => `business-${businessId}`,
   apiKey: (keyId: string) => `apikey-${keyId}`,
+  /** Tiers and event types of one business. */
+  program: (businessId: string) => `program-${businessId}`,
+  reward: (rewardId: string) => `reward-${rewardId}`,
   customer: (customerId: string) => `customer-${customerId}`,
   /** The customer id of a `customer-…` stream. */
   customerIdOf: (stream: string) => stream.slice('customer-'.length),

@@ -2,7 +2,9 @@ import type { z } from 'zod';
 import { ApiKeyEvents } from './api-key-events.js';
 import { BusinessEvents } from './business-events.js';
 import { CustomerEvents } from './customer-events.js';
+import { ProgramEvents } from './program-events.js';
 import { ReservationEvents } from './reservation-events.js';
+import { RewardEvents } from './reward-events.js';
 
 /**
  * Every event type the service writes, with the zod schema of its data. The current version of
@@ -13,6 +15,8 @@ export const EventCatalogue = {
   ...ApiKeyEvents,
   ...ReservationEvents,
   ...CustomerEvents,
+  ...ProgramEvents,
+  ...RewardEvents,
 };
 
 export const EVENT_VERSION = 1;

@@ -22,6 +22,16 @@ const PointsMovement = z.object({
   metadata: Metadata,
 });
 
+/** A tier as it was when a customer reached it. */
+export const TierSnapshotSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  points_threshold: z.number().int(),
+  multiplier: z.number(),
+  benefits: z.array(z.string()),
+});
+export type TierSnapshot = z.infer<typeof TierSnapshotSchema>;
+
 export const CustomerEvents = {
   CustomerRegistered: CustomerProfileSchema.extend({ customer_id: z.string(), business_id: z.string() }),
   /** Carries only the fields that changed, each with its new value. */
@@ -32,4 +42,37 @@ export const CustomerEvents = {
   }),
   PointsDeducted: PointsMovement,
   PointsAdjusted: PointsMovement,
+  /** Written right after the event that raised lifetime_earned past a higher tier's threshold. */
+  TierUpgraded: z.object({
+    previous_tier: TierSnapshotSchema.nullable(),
+    new_tier: TierSnapshotSchema,
+    lifetime_earned: z.number().int(),
+  }),
+  /** An occurrence of an event type; points_awarded may be 0 (it is recorded all the same). */
+  EventRecorded: z.object({
+    event_id: z.string(),
+    event_type: z.string(),
+    properties: Metadata,
+    reference: z.string().nullable(),
+    base_points: z.number().int(),
+    multiplier: z.number(),
+    points_awarded: z.number().int(),
+    balance: z.number().int(),
+  }),
+  RewardRedeemed: z.object({
+    redemption_id: z.string(),
+    reward_id: z.string(),
+    reward_title: z.string(),
+    reward_type: z.string(),
+    points_cost: z.number().int(),
+    reference: z.string().nullable(),
+    metadata: Metadata,
+    balance: z.number().int(),
+  }),
+  RedemptionCancelled: z.object({
+    redemption_id: z.string(),
+    reward_id: z.string(),
+    points_cost: z.number().int(),
+    balance: z.number().int(),
+  }),
 };

@@ -66,6 +66,7 @@ const points = (
   description: 'a note',
   reference: 'ref-1',
   metadata: { source: 'test' },
+  tiers: [],
 });
 
 const movement = { transaction_id: 'txn_1', description: 'a note', reference: 'ref-1', metadata: { source: 'test' } };
@@ -85,7 +86,7 @@ const adjusted = (amount: number, balance: number): CustomerEvent => ({
 
 const withTier = (state: CustomerState, multiplier: number): CustomerState => ({
   ...state,
-  tier: { id: 'tier_gold', multiplier },
+  tier: { id: 'tier_gold', name: 'Gold', points_threshold: 0, multiplier, benefits: [] },
 });
 
 describe('customer decider: registration', () => {
@@ -105,6 +106,7 @@ describe('customer decider: registration', () => {
       lifetimeEarned: 0,
       lifetimeRedeemed: 0,
       tier: null,
+      redemptions: {},
     });
   });
 
@@ -284,8 +286,8 @@ function expectedOutcome(step: Step, state: CustomerState): { refused: string } 
 }
 
 function movementOf(event: CustomerEvent): { amount: number; balance: number } {
-  if (event.type === 'CustomerRegistered' || event.type === 'CustomerUpdated') throw new Error(`${event.type} is not a points event`);
-  return event.data;
+  if (event.type === 'PointsEarned' || event.type === 'PointsDeducted' || event.type === 'PointsAdjusted') return event.data;
+  throw new Error(`${event.type} is not a points event`);
 }
 
 const stepArb: fc.Arbitrary<Step> = fc.record({

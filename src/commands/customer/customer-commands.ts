@@ -7,11 +7,12 @@ import { loadAggregate, withMetadata } from '../aggregate.js';
 import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
 import type { CommandDeps } from '../command-deps.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
-import { claimWrite, findHolder, releaseWrite } from '../reservation/reserve.js';
-import type { Checkpoint } from '../../store/event-store.js';
+import { claimWrite, releaseWrite } from '../reservation/reserve.js';
+import { loadProgram } from '../program/program-commands.js';
 import { retryOnConflict } from '../retry-on-conflict.js';
 import { streams } from '../streams.js';
-import { type CustomerCommand, customerDecider, type CustomerEvent } from './customer-decider.js';
+import { type CustomerCommand, customerDecider } from './customer-decider.js';
+import { assertReferenceFree, changeCustomer, customerWrite, referenceWrites } from './customer-stream.js';
 
 type UniqueField = 'email' | 'external_reference';
 const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
@@ -19,31 +20,10 @@ const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
 /** The value a unique field is reserved under: e-mail addresses compare case-insensitively. */
 const uniqueValue = (field: UniqueField, value: string) => (field === 'email' ? value.toLowerCase() : value);
 
-export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId'>;
-
-/** Thrown when a reference was used before; `record` names what was created under it. */
-export class DuplicateReference extends Error {
-  constructor(
-    readonly record: { kind: string; id: string },
-    readonly position: Checkpoint,
-  ) {
-    super(`reference already used by ${record.kind} ${record.id}`);
-  }
-}
+export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId' | 'tiers'>;
 
 export function customerCommands(deps: CommandDeps) {
   const { store, locks } = deps;
-
-  /** Loads a customer of the caller's business, or 404 (another business's customer is not found either). */
-  async function loadCustomer(ctx: CommandContext, customerId: string) {
-    const loaded = await loadAggregate(store, streams.customer(customerId), customerDecider, deps.cache);
-    if (!loaded.state.registered || loaded.state.businessId !== ctx.businessId) throw errors.customerNotFound(customerId);
-    return loaded;
-  }
-
-  function customerWrite(customerId: string, expected: AppendWrite['expected'], events: CustomerEvent[], ctx: CommandContext) {
-    return { stream: streams.customer(customerId), expected, events: withMetadata(events, ctx) };
-  }
 
   async function claimUnique(ctx: CommandContext, customerId: string, field: UniqueField, value: string) {
     try {
@@ -93,52 +73,37 @@ export function customerCommands(deps: CommandDeps) {
     },
 
     async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<void> {
-      return locks.run(streams.customer(customerId), () =>
-        retryOnConflict(async () => {
-          const { state, revision } = await loadCustomer(ctx, customerId);
-          const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
-          if (events.length === 0) return;
-          const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
-          for (const field of UNIQUE_FIELDS) {
-            const before = state.profile[field];
-            const after = changes[field];
-            if (after === undefined) continue;
-            if (before !== null && after !== null && uniqueValue(field, before) === uniqueValue(field, after)) continue;
-            if (after !== null) writes.push(...(await claimUnique(ctx, customerId, field, after)));
-            if (before !== null) {
-              writes.push(...(await releaseWrite(store, ctx, ctx.businessId, field, uniqueValue(field, before), customerId)));
-            }
+      await changeCustomer(deps, ctx, customerId, async ({ state, revision }) => {
+        const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
+        if (events.length === 0) return [];
+        const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
+        for (const field of UNIQUE_FIELDS) {
+          const before = state.profile[field];
+          const after = changes[field];
+          if (after === undefined) continue;
+          if (before !== null && after !== null && uniqueValue(field, before) === uniqueValue(field, after)) continue;
+          if (after !== null) writes.push(...(await claimUnique(ctx, customerId, field, after)));
+          if (before !== null) {
+            writes.push(...(await releaseWrite(store, ctx, ctx.businessId, field, uniqueValue(field, before), customerId)));
           }
-          await deps.settle((await store.append(writes)).position);
-        }),
-      );
+        }
+        return writes;
+      });
     },
 
     /** Earn, deduct or adjust; returns the transaction id. Throws `DuplicateReference` for a used reference. */
     async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<string> {
       const transactionId = newId('transaction');
-      return locks.run(streams.customer(customerId), () =>
-        retryOnConflict(async () => {
-          const { state, revision } = await loadCustomer(ctx, customerId);
-          if (input.reference !== null) {
-            const holder = await findHolder(store, 'reference', customerId, input.reference);
-            if (holder?.claim.record) throw new DuplicateReference(holder.claim.record, holder.position);
-          }
-          const events = customerDecider.decide({ type: 'RecordPoints', transactionId, ...input }, state);
-          const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
-          if (input.reference !== null) {
-            // References are never released, so the reservation stream must not exist yet.
-            const claim = { kind: 'reference' as const, value: input.reference, owner_id: customerId, record: { kind: 'transaction', id: transactionId } };
-            writes.push({
-              stream: streams.reservation('reference', customerId, input.reference),
-              expected: 'no_stream',
-              events: withMetadata([{ type: 'ReservationClaimed', data: claim }], ctx),
-            });
-          }
-          await deps.settle((await store.append(writes)).position);
-          return transactionId;
-        }),
-      );
+      await changeCustomer(deps, ctx, customerId, async ({ state, revision }) => {
+        await assertReferenceFree(deps, customerId, input.reference);
+        const { tiers } = await loadProgram(deps, ctx.businessId);
+        const events = customerDecider.decide({ type: 'RecordPoints', transactionId, tiers, ...input }, state);
+        return [
+          customerWrite(customerId, revision, events, ctx),
+          ...referenceWrites(ctx, customerId, input.reference, { kind: 'transaction', id: transactionId }),
+        ];
+      });
+      return transactionId;
     },
   };
 }

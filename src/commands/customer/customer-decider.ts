@@ -1,13 +1,27 @@
 import { ApiError, errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
-import type { CustomerProfile } from '../../events/customer-events.js';
+import type { CustomerProfile, TierSnapshot } from '../../events/customer-events.js';
+import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
+import type { RewardDefinition } from '../../events/reward-events.js';
 import type { Decider } from '../decider.js';
+import { applyMultiplier, basePoints } from '../program/rules.js';
 
 export type CustomerEvent = EventOf<
-  'CustomerRegistered' | 'CustomerUpdated' | 'PointsEarned' | 'PointsDeducted' | 'PointsAdjusted'
+  | 'CustomerRegistered'
+  | 'CustomerUpdated'
+  | 'PointsEarned'
+  | 'PointsDeducted'
+  | 'PointsAdjusted'
+  | 'TierUpgraded'
+  | 'EventRecorded'
+  | 'RewardRedeemed'
+  | 'RedemptionCancelled'
 >;
 
 export type PointsType = 'earn' | 'deduct' | 'adjust';
+
+/** The business's tiers as they are now: for the multiplier of the held tier and for upgrades. */
+type Tiers = readonly TierDefinition[];
 
 export type CustomerCommand =
   | { type: 'RegisterCustomer'; customerId: string; businessId: string; profile: CustomerProfile }
@@ -21,7 +35,31 @@ export type CustomerCommand =
       description: string | null;
       reference: string | null;
       metadata: Record<string, unknown>;
-    };
+      tiers: Tiers;
+    }
+  | {
+      type: 'RecordEvent';
+      eventId: string;
+      eventType: EventTypeDefinition;
+      properties: Record<string, unknown>;
+      reference: string | null;
+      tiers: Tiers;
+    }
+  | {
+      type: 'RedeemReward';
+      redemptionId: string;
+      reward: RewardDefinition;
+      reference: string | null;
+      metadata: Record<string, unknown>;
+    }
+  | { type: 'CancelRedemption'; redemptionId: string };
+
+export interface Redemption {
+  rewardId: string;
+  rewardType: string;
+  pointsCost: number;
+  cancelled: boolean;
+}
 
 export interface CustomerState {
   registered: boolean;
@@ -31,8 +69,9 @@ export interface CustomerState {
   balance: number;
   lifetimeEarned: number;
   lifetimeRedeemed: number;
-  /** The tier held now; its multiplier applies to the next earn. */
-  tier: { id: string; multiplier: number } | null;
+  /** The tier held now (as reached); its current multiplier applies to the next earn. */
+  tier: TierSnapshot | null;
+  redemptions: Record<string, Redemption>;
 }
 
 const EMPTY_PROFILE: CustomerProfile = {
@@ -56,6 +95,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
     lifetimeEarned: 0,
     lifetimeRedeemed: 0,
     tier: null,
+    redemptions: {},
   }),
 
   evolve(state, event) {
@@ -70,11 +110,32 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
       case 'PointsAdjusted':
         return { ...state, balance: event.data.balance, lifetimeEarned: state.lifetimeEarned + event.data.amount };
       case 'PointsDeducted':
+        return { ...state, balance: event.data.balance, lifetimeRedeemed: state.lifetimeRedeemed + event.data.amount };
+      case 'EventRecorded':
+        return { ...state, balance: event.data.balance, lifetimeEarned: state.lifetimeEarned + event.data.points_awarded };
+      case 'TierUpgraded':
+        return { ...state, tier: event.data.new_tier };
+      case 'RewardRedeemed': {
+        const { redemption_id, reward_id, reward_type, points_cost, balance } = event.data;
+        return {
+          ...state,
+          balance,
+          lifetimeRedeemed: state.lifetimeRedeemed + points_cost,
+          redemptions: {
+            ...state.redemptions,
+            [redemption_id]: { rewardId: reward_id, rewardType: reward_type, pointsCost: points_cost, cancelled: false },
+          },
+        };
+      }
+      case 'RedemptionCancelled': {
+        const redemption = state.redemptions[event.data.redemption_id]!;
         return {
           ...state,
           balance: event.data.balance,
-          lifetimeRedeemed: state.lifetimeRedeemed + event.data.amount,
+          lifetimeRedeemed: state.lifetimeRedeemed - event.data.points_cost,
+          redemptions: { ...state.redemptions, [event.data.redemption_id]: { ...redemption, cancelled: true } },
         };
+      }
       default: {
         const exhaustive: never = event;
         return exhaustive;
@@ -103,7 +164,29 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
         return Object.keys(changed).length === 0 ? [] : [{ type: 'CustomerUpdated', data: changed }];
       }
       case 'RecordPoints':
-        return [recordPoints(command, state)];
+        return withTierUpgrade(state, recordPoints(command, state), command.tiers);
+      case 'RecordEvent':
+        return withTierUpgrade(state, recordEvent(command, state), command.tiers);
+      case 'RedeemReward':
+        return [redeem(command, state)];
+      case 'CancelRedemption': {
+        const redemption = state.redemptions[command.redemptionId];
+        if (!redemption) throw errors.redemptionNotFound(command.redemptionId);
+        if (redemption.cancelled) {
+          throw new ApiError(409, 'redemption_already_cancelled', `Redemption '${command.redemptionId}' is already cancelled.`);
+        }
+        return [
+          {
+            type: 'RedemptionCancelled',
+            data: {
+              redemption_id: command.redemptionId,
+              reward_id: redemption.rewardId,
+              points_cost: redemption.pointsCost,
+              balance: state.balance + redemption.pointsCost,
+            },
+          },
+        ];
+      }
       default: {
         const exhaustive: never = command;
         return exhaustive;
@@ -111,6 +194,12 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
     }
   },
 };
+
+/** The multiplier of the tier held before this command, as the tier is defined now. */
+function heldMultiplier(state: CustomerState, tiers: Tiers): number {
+  if (!state.tier) return 1;
+  return tiers.find((t) => t.tier_id === state.tier!.id)?.multiplier ?? state.tier.multiplier;
+}
 
 function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }>, state: CustomerState): CustomerEvent {
   const { pointsType, amount } = command;
@@ -125,9 +214,8 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
   }
   switch (pointsType) {
     case 'earn': {
-      const multiplier = command.applyMultiplier ? (state.tier?.multiplier ?? 1) : 1;
-      // Multipliers have at most two decimals: multiply in integer hundredths so 100 × 1.15 is 115, not 114.
-      const credited = Math.floor((amount * Math.round(multiplier * 100)) / 100);
+      const multiplier = command.applyMultiplier ? heldMultiplier(state, command.tiers) : 1;
+      const credited = applyMultiplier(amount, multiplier);
       assertWithinLimit(state.lifetimeEarned + credited);
       return {
         type: 'PointsEarned',
@@ -142,6 +230,82 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
       assertWithinLimit(state.lifetimeEarned + amount);
       return { type: 'PointsAdjusted', data: { ...base, amount, balance: state.balance + amount } };
   }
+}
+
+function recordEvent(command: Extract<CustomerCommand, { type: 'RecordEvent' }>, state: CustomerState): CustomerEvent {
+  const base = basePoints(command.eventType, command.properties);
+  const multiplier = heldMultiplier(state, command.tiers);
+  const awarded = applyMultiplier(base, multiplier);
+  assertWithinLimit(state.lifetimeEarned + awarded);
+  return {
+    type: 'EventRecorded',
+    data: {
+      event_id: command.eventId,
+      event_type: command.eventType.name,
+      properties: command.properties,
+      reference: command.reference,
+      base_points: base,
+      multiplier,
+      points_awarded: awarded,
+      balance: state.balance + awarded,
+    },
+  };
+}
+
+function redeem(command: Extract<CustomerCommand, { type: 'RedeemReward' }>, state: CustomerState): CustomerEvent {
+  const { reward } = command;
+  if (!reward.active) throw new ApiError(422, 'reward_inactive', `Reward '${reward.reward_id}' is not active.`);
+  if (
+    reward.reward_type === 'achievement' &&
+    Object.values(state.redemptions).some((r) => r.rewardId === reward.reward_id && !r.cancelled)
+  ) {
+    throw new ApiError(409, 'achievement_already_granted', `Achievement '${reward.reward_id}' was already granted to this customer.`);
+  }
+  if (reward.points_cost > state.balance) throw errors.insufficientPoints(state.balance, reward.points_cost);
+  return {
+    type: 'RewardRedeemed',
+    data: {
+      redemption_id: command.redemptionId,
+      reward_id: reward.reward_id,
+      reward_title: reward.title,
+      reward_type: reward.reward_type,
+      points_cost: reward.points_cost,
+      reference: command.reference,
+      metadata: command.metadata,
+      balance: state.balance - reward.points_cost,
+    },
+  };
+}
+
+/**
+ * Appends a `TierUpgraded` when the events raise lifetime_earned to a higher tier's threshold:
+ * straight to the highest tier passed, never down (CONTRACT.md §7).
+ */
+function withTierUpgrade(state: CustomerState, event: CustomerEvent, tiers: Tiers): CustomerEvent[] {
+  const after = customerDecider.evolve(state, event);
+  if (after.lifetimeEarned <= state.lifetimeEarned) return [event];
+  const reached = [...tiers]
+    .filter((t) => t.points_threshold <= after.lifetimeEarned)
+    .sort((a, b) => b.points_threshold - a.points_threshold)[0];
+  if (!reached || reached.tier_id === state.tier?.id) return [event];
+  if (state.tier && reached.points_threshold <= state.tier.points_threshold) return [event];
+  return [
+    event,
+    {
+      type: 'TierUpgraded',
+      data: {
+        previous_tier: state.tier,
+        new_tier: {
+          id: reached.tier_id,
+          name: reached.name,
+          points_threshold: reached.points_threshold,
+          multiplier: reached.multiplier,
+          benefits: reached.benefits,
+        },
+        lifetime_earned: after.lifetimeEarned,
+      },
+    },
+  ];
 }
 
 function assertWithinLimit(total: number) {

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { DuplicateReference } from '../../commands/customer/customer-commands.js';
+import { DuplicateReference } from '../../commands/customer/customer-stream.js';
 import { ApiError } from '../../errors.js';
 import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';

@@ -1,0 +1,75 @@
+import { errors } from '../../errors.js';
+import type { CommandContext } from '../../events/metadata.js';
+import type { AppendWrite, Checkpoint, NewEvent } from '../../store/event-store.js';
+import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
+import type { CommandDeps } from '../command-deps.js';
+import { findHolder } from '../reservation/reserve.js';
+import { retryOnConflict } from '../retry-on-conflict.js';
+import { streams } from '../streams.js';
+import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
+
+/** Thrown when a reference was used before; `record` names what was created under it. */
+export class DuplicateReference extends Error {
+  constructor(
+    readonly record: { kind: string; id: string },
+    readonly position: Checkpoint,
+  ) {
+    super(`reference already used by ${record.kind} ${record.id}`);
+  }
+}
+
+/** Loads a customer of the caller's business, or 404 (another business's customer is not found either). */
+export async function loadCustomer(deps: CommandDeps, ctx: CommandContext, customerId: string): Promise<Loaded<CustomerState>> {
+  const loaded = await loadAggregate(deps.store, streams.customer(customerId), customerDecider, deps.cache);
+  if (!loaded.state.registered || loaded.state.businessId !== ctx.businessId) throw errors.customerNotFound(customerId);
+  return loaded;
+}
+
+export function customerWrite(customerId: string, expected: AppendWrite['expected'], events: CustomerEvent[], ctx: CommandContext): AppendWrite {
+  return { stream: streams.customer(customerId), expected, events: withMetadata(events, ctx) };
+}
+
+/**
+ * A change to one existing customer: serialized per customer in this process, retried when
+ * another process moved a stream first, appended atomically, and settled (read-your-writes).
+ * `decide` returns every write of the change, the customer stream's included.
+ */
+export function changeCustomer(
+  deps: CommandDeps,
+  ctx: CommandContext,
+  customerId: string,
+  decide: (loaded: Loaded<CustomerState>) => Promise<AppendWrite[]>,
+): Promise<void> {
+  return deps.locks.run(streams.customer(customerId), () =>
+    retryOnConflict(async () => {
+      const writes = await decide(await loadCustomer(deps, ctx, customerId));
+      if (writes.every((w) => w.events.length === 0)) return;
+      await deps.settle((await deps.store.append(writes)).position);
+    }),
+  );
+}
+
+/** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */
+export async function assertReferenceFree(deps: CommandDeps, customerId: string, reference: string | null): Promise<void> {
+  if (reference === null) return;
+  const holder = await findHolder(deps.store, 'reference', customerId, reference);
+  if (holder?.claim.record) throw new DuplicateReference(holder.claim.record, holder.position);
+}
+
+/**
+ * The write that claims `reference` for a new record. References are never released, so the
+ * reservation stream must not exist yet: a concurrent claim fails the whole append.
+ */
+export function referenceWrites(
+  ctx: CommandContext,
+  customerId: string,
+  reference: string | null,
+  record: { kind: 'transaction' | 'event' | 'redemption'; id: string },
+): AppendWrite[] {
+  if (reference === null) return [];
+  const events: NewEvent[] = withMetadata(
+    [{ type: 'ReservationClaimed', data: { kind: 'reference', value: reference, owner_id: customerId, record } }],
+    ctx,
+  );
+  return [{ stream: streams.reservation('reference', customerId, reference), expected: 'no_stream', events }];
+}
