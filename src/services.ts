@@ -3,6 +3,10 @@ import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
 import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
+import { eventCommands } from './commands/customer/event-commands.js';
+import { redemptionCommands } from './commands/customer/redemption-commands.js';
+import { programCommands } from './commands/program/program-commands.js';
+import { rewardCommands } from './commands/reward/reward-commands.js';
 import { KeyedLock } from './commands/keyed-lock.js';
 import { StateCache } from './commands/state-cache.js';
 import type { Config } from './config.js';
@@ -10,6 +14,7 @@ import { type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
 import { accessQueries } from './projections/access/access-queries.js';
+import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
 import { PostgresEventStore } from './store/postgres-event-store.js';
@@ -58,10 +63,15 @@ export async function createServices(options: ServicesOptions) {
       businesses: businessCommands(deps),
       apiKeys: apiKeyCommands(deps),
       customers: customerCommands(deps),
+      program: programCommands(deps),
+      rewards: rewardCommands(deps),
+      events: eventCommands(deps),
+      redemptions: redemptionCommands(deps),
     },
     queries: {
       access: accessQueries(database.db),
       customers: customerQueries(database.db),
+      catalog: catalogQueries(database.db),
     },
     async close() {
       await projections.stop();

@@ -7,6 +7,7 @@ export const streams = {
   /** Tiers and event types of one business. */
   program: (businessId: string) => `program-${businessId}`,
   reward: (rewardId: string) => `reward-${rewardId}`,
+  rewardIdOf: (stream: string) => stream.slice('reward-'.length),
   customer: (customerId: string) => `customer-${customerId}`,
   /** The customer id of a `customer-…` stream. */
   customerIdOf: (stream: string) => stream.slice('customer-'.length),

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
+import type { LedgerType } from '../projections/customers/ledger-entry.js';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
@@ -74,7 +75,7 @@ export interface LedgerEntriesTable {
   id: string;
   business_id: string;
   customer_id: string;
-  type: string;
+  type: LedgerType;
   amount: number;
   balance: number;
   base_amount: number | null;
@@ -98,6 +99,88 @@ export interface IdempotencyKeysTable {
   locked_until: Timestamp;
 }
 
+export interface TiersTable {
+  id: string;
+  business_id: string;
+  name: string;
+  points_threshold: number;
+  multiplier: string;
+  benefits: Json<string[]>;
+  metadata: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface EventTypesTable {
+  id: string;
+  business_id: string;
+  name: string;
+  display_name: string;
+  default_points: number;
+  rules: Json<unknown[]>;
+  metadata: Json;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface RewardsTable {
+  id: string;
+  business_id: string;
+  title: string;
+  points_cost: number;
+  reward_type: string;
+  description: string | null;
+  stock_quantity: number | null;
+  active: boolean;
+  metadata: Json;
+  redeemed_count: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface RedemptionsTable {
+  id: string;
+  business_id: string;
+  customer_id: string;
+  reward_id: string;
+  points_cost: number;
+  balance: number;
+  status: 'completed' | 'cancelled';
+  reference: string | null;
+  metadata: Json;
+  created_at: Timestamp;
+  cancelled_at: Timestamp | null;
+  seq: Generated<number>;
+}
+
+export interface RecordedEventsTable {
+  id: string;
+  business_id: string;
+  customer_id: string;
+  event_type: string;
+  properties: Json;
+  reference: string | null;
+  base_points: number;
+  multiplier: string;
+  points_awarded: number;
+  balance: number;
+  created_at: Timestamp;
+  seq: Generated<number>;
+}
+
+export interface TierChangesTable {
+  business_id: string;
+  customer_id: string;
+  previous_tier_id: string | null;
+  new_tier_id: string;
+  lifetime_earned: number;
+  changed_at: Timestamp;
+  seq: Generated<number>;
+}
+
 export interface Database {
   events: EventsTable;
   streams: StreamsTable;
@@ -107,9 +190,20 @@ export interface Database {
   customers: CustomersTable;
   ledger_entries: LedgerEntriesTable;
   idempotency_keys: IdempotencyKeysTable;
+  tiers: TiersTable;
+  event_types: EventTypesTable;
+  rewards: RewardsTable;
+  redemptions: RedemptionsTable;
+  recorded_events: RecordedEventsTable;
+  tier_changes: TierChangesTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type LedgerEntryRow = Selectable<LedgerEntriesTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type BusinessRow = Selectable<BusinessesTable>;
+export type TierRow = Selectable<TiersTable>;
+export type EventTypeRow = Selectable<EventTypesTable>;
+export type RewardRow = Selectable<RewardsTable>;
+export type RedemptionRow = Selectable<RedemptionsTable>;
+export type RecordedEventRow = Selectable<RecordedEventsTable>;

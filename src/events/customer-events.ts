@@ -70,6 +70,8 @@ export const CustomerEvents = {
     balance: z.number().int(),
   }),
   RedemptionCancelled: z.object({
+    /** The ledger line that gives the points back. */
+    transaction_id: z.string(),
     redemption_id: z.string(),
     reward_id: z.string(),
     points_cost: z.number().int(),

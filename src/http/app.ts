@@ -12,7 +12,12 @@ import { notFoundHandler } from './not-found.js';
 import { createRouter } from './router.js';
 import { customerRoutes } from './routes/customer-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
+import { eventRoutes } from './routes/event-routes.js';
+import { eventTypeRoutes } from './routes/event-type-routes.js';
 import { pointsRoutes } from './routes/points-routes.js';
+import { redemptionRoutes } from './routes/redemption-routes.js';
+import { rewardRoutes } from './routes/reward-routes.js';
+import { tierRoutes } from './routes/tier-routes.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -47,6 +52,11 @@ export function createApp(services: Services) {
   app.route('/api/v1', customerRoutes);
   app.route('/api/v1', pointsRoutes);
   app.route('/api/v1', keyRoutes);
+  app.route('/api/v1', tierRoutes);
+  app.route('/api/v1', eventTypeRoutes);
+  app.route('/api/v1', rewardRoutes);
+  app.route('/api/v1', redemptionRoutes);
+  app.route('/api/v1', eventRoutes);
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 

@@ -1,6 +1,16 @@
-import type { ApiKeyRow, CustomerRow } from '../db/schema.js';
+import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../db/schema.js';
 import type { LedgerEntry } from '../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../store/event-store.js';
+
+/** The tier a customer holds, as stored on the customer row. */
+export interface CustomerTier {
+  id: string;
+  name: string;
+  points_threshold: number;
+  multiplier: number;
+  benefits: string[];
+  achieved_at: string;
+}
 
 /** Read-model rows as the API shows them (the response schemas in `schemas/` document these). */
 export function presentCustomer(row: CustomerRow) {
@@ -15,7 +25,7 @@ export function presentCustomer(row: CustomerRow) {
     points_balance: row.points_balance,
     lifetime_earned: row.lifetime_earned,
     lifetime_redeemed: row.lifetime_redeemed,
-    tier: (row.tier ?? null) as null,
+    tier: (row.tier ?? null) as CustomerTier | null,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -27,7 +37,7 @@ export function presentTransaction(entry: LedgerLike) {
   return {
     id: entry.id,
     customer_id: entry.customer_id,
-    type: entry.type as 'earn' | 'deduct' | 'adjust',
+    type: entry.type,
     amount: entry.amount,
     balance: entry.balance,
     ...(entry.type === 'earn' && entry.base_amount !== null
@@ -59,5 +69,77 @@ export function presentStreamEvent(event: StoredEvent) {
     data: event.data as Record<string, unknown>,
     metadata: event.metadata as unknown as Record<string, unknown>,
     recorded_at: event.recordedAt.toISOString(),
+  };
+}
+
+export function presentTier(row: TierRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    points_threshold: row.points_threshold,
+    multiplier: Number(row.multiplier),
+    benefits: row.benefits,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentEventType(row: EventTypeRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    display_name: row.display_name,
+    default_points: row.default_points,
+    rules: row.rules as Record<string, unknown>[],
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentReward(row: RewardRow) {
+  return {
+    id: row.id,
+    title: row.title,
+    points_cost: row.points_cost,
+    reward_type: row.reward_type as 'digital' | 'physical' | 'discount' | 'experience' | 'achievement',
+    description: row.description,
+    stock_quantity: row.stock_quantity,
+    active: row.active,
+    redeemed_count: row.redeemed_count,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentRedemption(row: RedemptionRow) {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    reward_id: row.reward_id,
+    points_cost: row.points_cost,
+    balance: row.balance,
+    status: row.status,
+    reference: row.reference,
+    metadata: row.metadata,
+    created_at: row.created_at.toISOString(),
+    cancelled_at: row.cancelled_at?.toISOString() ?? null,
+  };
+}
+
+export function presentEvent(row: RecordedEventRow) {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    event_type: row.event_type,
+    properties: row.properties,
+    reference: row.reference,
+    points_awarded: row.points_awarded,
+    base_points: row.base_points,
+    multiplier: Number(row.multiplier),
+    balance: row.balance,
+    created_at: row.created_at.toISOString(),
   };
 }

@@ -3,11 +3,12 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
 import { accessProjector } from './access/access-projector.js';
+import { catalogProjector } from './catalog/catalog-projector.js';
 import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
-export const PROJECTORS: Projector[] = [accessProjector, customersProjector];
+export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector];
 
 /** All read models of the service, kept current by one runner per projector. */
 export class Projections {

@@ -52,7 +52,7 @@ export type CustomerCommand =
       reference: string | null;
       metadata: Record<string, unknown>;
     }
-  | { type: 'CancelRedemption'; redemptionId: string };
+  | { type: 'CancelRedemption'; redemptionId: string; transactionId: string };
 
 export interface Redemption {
   rewardId: string;
@@ -179,6 +179,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
           {
             type: 'RedemptionCancelled',
             data: {
+              transaction_id: command.transactionId,
               redemption_id: command.redemptionId,
               reward_id: redemption.rewardId,
               points_cost: redemption.pointsCost,

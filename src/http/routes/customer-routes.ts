@@ -109,7 +109,14 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const activity = await c.var.services.queries.customers.recentActivity(customer.business_id, customer.id);
+      const { customers, catalog } = c.var.services.queries;
+      const [activity, tiers] = await Promise.all([
+        customers.recentActivity(customer.business_id, customer.id),
+        catalog.tiers(customer.business_id),
+      ]);
+      const current = presentCustomer(customer).tier;
+      // The lowest tier above the one held (any tier when none is held); null at the top.
+      const next = tiers.find((t) => current === null || t.points_threshold > current.points_threshold);
       return c.json(
         {
           customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
@@ -118,7 +125,17 @@ export const customerRoutes = createRouter()
             lifetime_earned: customer.lifetime_earned,
             lifetime_redeemed: customer.lifetime_redeemed,
           },
-          tier: { current: null, next: null },
+          tier: {
+            current,
+            next: next
+              ? {
+                  id: next.id,
+                  name: next.name,
+                  points_threshold: next.points_threshold,
+                  points_needed: Math.max(0, next.points_threshold - customer.lifetime_earned),
+                }
+              : null,
+          },
           recent_activity: activity.map((a) => ({
             type: a.type,
             amount: a.amount,

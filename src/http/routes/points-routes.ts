@@ -1,11 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
-import { DuplicateReference } from '../../commands/customer/customer-stream.js';
-import { ApiError } from '../../errors.js';
 import { commandContext } from '../command-context.js';
-import { createRouter } from '../router.js';
-import type { AppEnv } from '../env.js';
+import { refusingDuplicates } from '../duplicate-reference.js';
 import { guard } from '../middleware/guard.js';
 import { presentTransaction } from '../presenters.js';
+import { createRouter } from '../router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { PointsTransactionCreateSchema, PointsTransactionSchema } from '../schemas/points-schemas.js';
@@ -29,27 +27,19 @@ export const pointsRoutes = createRouter().openapi(
   async (c) => {
     const { customer_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { services } = c.var;
-    const businessId = c.var.principal.businessId;
-    try {
-      const id = await services.commands.customers.recordPoints(commandContext(c), customer_id, {
+    const { services, principal } = c.var;
+    const id = await refusingDuplicates(c, body.reference, () =>
+      services.commands.customers.recordPoints(commandContext(c), customer_id, {
         pointsType: body.type,
         amount: body.amount,
         applyMultiplier: body.apply_multiplier ?? false,
         description: body.description ?? null,
         reference: body.reference ?? null,
         metadata: body.metadata ?? {},
-      });
-      const entry = await services.queries.customers.ledgerEntry(businessId, id);
-      if (!entry) throw new Error(`transaction ${id} was written but is not in the read model yet`);
-      return c.json(presentTransaction(entry), 201);
-    } catch (error) {
-      if (!(error instanceof DuplicateReference)) throw error;
-      await services.projections.settle(error.position);
-      const original = await services.queries.customers.ledgerEntry(businessId, error.record.id);
-      throw new ApiError(409, 'duplicate_transaction', `Reference '${body.reference}' was already used; nothing was recorded.`, {
-        [error.record.kind]: original ? presentTransaction(original) : { id: error.record.id },
-      });
-    }
+      }),
+    );
+    const entry = await services.queries.customers.ledgerEntry(principal.businessId, id);
+    if (!entry) throw new Error(`transaction ${id} was written but is not in the read model yet`);
+    return c.json(presentTransaction(entry), 201);
   },
 );

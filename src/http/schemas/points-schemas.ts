@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { MetadataSchema, TimestampSchema } from './common.js';
+import { CustomerTierSchema } from './customer-schemas.js';
 
 const MAX_AMOUNT = 1_000_000_000;
 
@@ -31,8 +32,10 @@ export const PointsTransactionSchema = z
   .object({
     id: z.string().openapi({ example: 'txn_8ZkqP2mXv4RtY6wQ1bN3' }),
     customer_id: z.string(),
-    type: z.enum(['earn', 'deduct', 'adjust']),
-    amount: z.number().int(),
+    type: z.enum(['earn', 'deduct', 'adjust', 'event', 'redemption', 'redemption_cancelled']).openapi({
+      description: 'A ledger line; POST answers earn, deduct or adjust.',
+    }),
+    amount: z.number().int().openapi({ description: 'Points moved; type says the direction (deduct and redemption take points away).' }),
     balance: z.number().int().openapi({ description: 'The balance right after this transaction.' }),
     base_amount: z.number().int().optional().openapi({ description: 'earn: the amount before the multiplier.' }),
     multiplier: z.number().optional().openapi({ description: 'earn: the multiplier applied.' }),
@@ -53,7 +56,7 @@ export const SummarySchema = z
     }),
     points: z.object({ balance: z.number().int(), lifetime_earned: z.number().int(), lifetime_redeemed: z.number().int() }),
     tier: z.object({
-      current: z.object({ id: z.string(), name: z.string() }).passthrough().nullable(),
+      current: CustomerTierSchema.nullable(),
       next: z.object({ id: z.string(), name: z.string(), points_threshold: z.number().int(), points_needed: z.number().int() }).nullable(),
     }),
     recent_activity: z.array(

@@ -1,11 +1,15 @@
 import { streams } from '../../commands/streams.js';
+import type { EventData } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../store/event-store.js';
+
+export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled';
 
 /** One line of a customer's points ledger, as the API shows it and `ledger_entries` stores it. */
 export interface LedgerEntry {
   id: string;
   customer_id: string;
-  type: string;
+  type: LedgerType;
+  /** Points moved, as the request gave them (deductions and redemptions are positive; `type` says the direction). */
   amount: number;
   balance: number;
   base_amount: number | null;
@@ -16,28 +20,85 @@ export interface LedgerEntry {
   created_at: Date;
 }
 
-const LEDGER_TYPES = {
-  PointsEarned: 'earn',
-  PointsDeducted: 'deduct',
-  PointsAdjusted: 'adjust',
-} as const;
+export const LEDGER_EVENT_TYPES = new Set([
+  'PointsEarned',
+  'PointsDeducted',
+  'PointsAdjusted',
+  'EventRecorded',
+  'RewardRedeemed',
+  'RedemptionCancelled',
+]);
 
-export const LEDGER_EVENT_TYPES = new Set(Object.keys(LEDGER_TYPES));
-
-/** The ledger line a balance-changing event makes; the projector stores exactly this. */
-export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry {
-  const data = event.data;
-  return {
-    id: data.transaction_id,
-    customer_id: streams.customerIdOf(event.streamId),
-    type: LEDGER_TYPES[event.type as keyof typeof LEDGER_TYPES],
-    amount: data.amount,
-    balance: data.balance,
-    base_amount: data.base_amount ?? null,
-    multiplier: data.multiplier ?? null,
-    description: data.description ?? null,
-    reference: data.reference ?? null,
-    metadata: data.metadata ?? {},
-    created_at: event.recordedAt,
-  };
+/**
+ * The ledger line a balance-changing event makes, or null when it moves no points (a 0-point
+ * event, an achievement that costs nothing). The projector stores exactly this.
+ */
+export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
+  const line = { customer_id: streams.customerIdOf(event.streamId), created_at: event.recordedAt, base_amount: null, multiplier: null };
+  switch (event.type) {
+    case 'PointsEarned':
+    case 'PointsDeducted':
+    case 'PointsAdjusted': {
+      const data = event.data as EventData<'PointsEarned'> | EventData<'PointsDeducted'>;
+      const type = ({ PointsEarned: 'earn', PointsDeducted: 'deduct', PointsAdjusted: 'adjust' } as const)[event.type];
+      return {
+        ...line,
+        id: data.transaction_id,
+        type,
+        amount: data.amount,
+        balance: data.balance,
+        base_amount: 'base_amount' in data ? data.base_amount : null,
+        multiplier: 'multiplier' in data ? data.multiplier : null,
+        description: data.description,
+        reference: data.reference,
+        metadata: data.metadata,
+      };
+    }
+    case 'EventRecorded': {
+      const data = event.data as EventData<'EventRecorded'>;
+      if (data.points_awarded === 0) return null;
+      return {
+        ...line,
+        id: data.event_id,
+        type: 'event',
+        amount: data.points_awarded,
+        balance: data.balance,
+        base_amount: data.base_points,
+        multiplier: data.multiplier,
+        description: data.event_type,
+        reference: data.reference,
+        metadata: {},
+      };
+    }
+    case 'RewardRedeemed': {
+      const data = event.data as EventData<'RewardRedeemed'>;
+      if (data.points_cost === 0) return null;
+      return {
+        ...line,
+        id: data.redemption_id,
+        type: 'redemption',
+        amount: data.points_cost,
+        balance: data.balance,
+        description: data.reward_title,
+        reference: data.reference,
+        metadata: data.metadata,
+      };
+    }
+    case 'RedemptionCancelled': {
+      const data = event.data as EventData<'RedemptionCancelled'>;
+      if (data.points_cost === 0) return null;
+      return {
+        ...line,
+        id: data.transaction_id,
+        type: 'redemption_cancelled',
+        amount: data.points_cost,
+        balance: data.balance,
+        description: `cancelled ${data.redemption_id}`,
+        reference: null,
+        metadata: {},
+      };
+    }
+    default:
+      return null;
+  }
 }

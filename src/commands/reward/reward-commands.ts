@@ -1,0 +1,47 @@
+import { errors } from '../../errors.js';
+import type { CommandContext } from '../../events/metadata.js';
+import type { RewardDefinition } from '../../events/reward-events.js';
+import { newId } from '../../ids.js';
+import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
+import type { CommandDeps } from '../command-deps.js';
+import { retryOnConflict } from '../retry-on-conflict.js';
+import { streams } from '../streams.js';
+import { rewardDecider, type RewardState } from './reward-decider.js';
+
+export type RewardInput = Omit<RewardDefinition, 'reward_id' | 'business_id' | 'active'> & { active?: boolean };
+export type RewardChanges = Partial<Omit<RewardDefinition, 'reward_id' | 'business_id'>>;
+
+/** Loads a reward of the caller's business, or 404 (another business's reward is not found either). */
+export async function loadReward(deps: CommandDeps, ctx: CommandContext, rewardId: string): Promise<Loaded<RewardState> & { reward: RewardDefinition }> {
+  const loaded = await loadAggregate(deps.store, streams.reward(rewardId), rewardDecider, deps.cache);
+  const reward = loaded.state.reward;
+  if (!reward || reward.business_id !== ctx.businessId) throw errors.rewardNotFound(rewardId);
+  return { ...loaded, reward };
+}
+
+export function rewardCommands(deps: CommandDeps) {
+  return {
+    async create(ctx: CommandContext, input: RewardInput): Promise<string> {
+      const rewardId = newId('reward');
+      const reward: RewardDefinition = { ...input, reward_id: rewardId, business_id: ctx.businessId, active: input.active ?? true };
+      const events = rewardDecider.decide({ type: 'CreateReward', reward }, rewardDecider.initialState());
+      const result = await deps.store.append([{ stream: streams.reward(rewardId), expected: 'no_stream', events: withMetadata(events, ctx) }]);
+      await deps.settle(result.position);
+      return rewardId;
+    },
+
+    update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {
+      const stream = streams.reward(rewardId);
+      return deps.locks.run(stream, () =>
+        retryOnConflict(async () => {
+          const { state, revision } = await loadReward(deps, ctx, rewardId);
+          const events = rewardDecider.decide({ type: 'UpdateReward', changes }, state);
+          if (events.length === 0) return;
+          await deps.settle((await deps.store.append([{ stream, expected: revision, events: withMetadata(events, ctx) }])).position);
+        }),
+      );
+    },
+  };
+}
+
+export type RewardCommands = ReturnType<typeof rewardCommands>;

@@ -1,0 +1,58 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { commandContext } from '../command-context.js';
+import { refusingDuplicates } from '../duplicate-reference.js';
+import { listResponse } from '../list-response.js';
+import { guard } from '../middleware/guard.js';
+import { presentEvent } from '../presenters.js';
+import { createRouter } from '../router.js';
+import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
+import { EventCreateSchema, EventListQuerySchema, EventSchema } from '../schemas/program-schemas.js';
+
+const tags = ['Events'];
+
+export const eventRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/events',
+      tags,
+      summary: 'Record an event; the event type’s rules decide its points',
+      description:
+        'points_awarded = floor((default_points + points of every applying rule) × the multiplier of the tier held before the event). ' +
+        'An event worth 0 points is recorded too. 422 `unknown_event_type`; a reused reference: 409 `duplicate_transaction` with the original under `event`.',
+      middleware: guard(['points:write']),
+      request: { body: jsonBody(EventCreateSchema) },
+      responses: { 201: jsonResponse(EventSchema, 'The recorded event.'), ...errorResponses(404, 409, 422) },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const { services, principal } = c.var;
+      const id = await refusingDuplicates(c, body.reference, () =>
+        services.commands.events.record(commandContext(c), {
+          customerId: body.customer_id,
+          eventType: body.event_type,
+          properties: body.properties,
+          reference: body.reference ?? null,
+        }),
+      );
+      const row = await services.queries.catalog.event(principal.businessId, id);
+      if (!row) throw new Error(`event ${id} was written but is not in the read model yet`);
+      return c.json(presentEvent(row), 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/events',
+      tags,
+      summary: 'List recorded events',
+      middleware: guard(['points:read']),
+      request: { query: EventListQuerySchema },
+      responses: { 200: jsonResponse(z.array(EventSchema), 'Events, oldest first.'), ...errorResponses() },
+    }),
+    async (c) => {
+      const { limit, starting_after, ...filters } = c.req.valid('query');
+      const page = await c.var.services.queries.catalog.events(c.var.principal.businessId, filters, { limit, startingAfter: starting_after });
+      return listResponse(c, page, presentEvent, (row) => row.id);
+    },
+  );

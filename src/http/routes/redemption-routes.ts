@@ -1,0 +1,85 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { errors } from '../../errors.js';
+import { commandContext } from '../command-context.js';
+import { refusingDuplicates } from '../duplicate-reference.js';
+import type { AppEnv } from '../env.js';
+import { listResponse } from '../list-response.js';
+import { guard } from '../middleware/guard.js';
+import { presentRedemption } from '../presenters.js';
+import { createRouter } from '../router.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
+import { RedemptionCreateSchema, RedemptionParamsSchema, RedemptionSchema } from '../schemas/program-schemas.js';
+
+const tags = ['Redemptions'];
+
+async function redemptionOr404(c: Context<AppEnv>, customerId: string, redemptionId: string) {
+  const row = await c.var.services.queries.catalog.redemption(c.var.principal.businessId, redemptionId);
+  if (!row || row.customer_id !== customerId) throw errors.redemptionNotFound(redemptionId);
+  return row;
+}
+
+export const redemptionRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/customers/{customer_id}/redemptions',
+      tags,
+      summary: 'Redeem a reward',
+      description:
+        "Takes the reward's points_cost from the balance (lifetime_redeemed grows) and one unit of its stock, atomically. " +
+        'Errors: 422 `insufficient_points`, 422 `reward_inactive`, 409 `out_of_stock`, 409 `achievement_already_granted`, 409 `duplicate_transaction`.',
+      middleware: guard(['points:write']),
+      request: { params: CustomerIdParamSchema, body: jsonBody(RedemptionCreateSchema) },
+      responses: { 201: jsonResponse(RedemptionSchema, 'The redemption.'), ...errorResponses(404, 409, 422) },
+    }),
+    async (c) => {
+      const { customer_id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const id = await refusingDuplicates(c, body.reference, () =>
+        c.var.services.commands.redemptions.redeem(commandContext(c), {
+          customerId: customer_id,
+          rewardId: body.reward_id,
+          reference: body.reference ?? null,
+          metadata: body.metadata ?? {},
+        }),
+      );
+      return c.json(presentRedemption(await redemptionOr404(c, customer_id, id)), 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/customers/{customer_id}/redemptions/{redemption_id}/cancel',
+      tags,
+      summary: 'Cancel a redemption: the points and the stock unit go back',
+      middleware: guard(['points:write']),
+      request: { params: RedemptionParamsSchema },
+      responses: { 200: jsonResponse(RedemptionSchema, 'The redemption, now cancelled.'), ...errorResponses(404, 409) },
+    }),
+    async (c) => {
+      const { customer_id, redemption_id } = c.req.valid('param');
+      await c.var.services.commands.redemptions.cancel(commandContext(c), customer_id, redemption_id);
+      return c.json(presentRedemption(await redemptionOr404(c, customer_id, redemption_id)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/redemptions',
+      tags,
+      summary: "A customer's redemptions",
+      middleware: guard(['points:read']),
+      request: { params: CustomerIdParamSchema, query: PageQuerySchema },
+      responses: { 200: jsonResponse(z.array(RedemptionSchema), 'Redemptions, oldest first.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { customer_id } = c.req.valid('param');
+      const { services, principal } = c.var;
+      if (!(await services.queries.customers.get(principal.businessId, customer_id))) throw errors.customerNotFound(customer_id);
+      const { limit, starting_after } = c.req.valid('query');
+      const page = await services.queries.catalog.redemptions(principal.businessId, customer_id, { limit, startingAfter: starting_after });
+      return listResponse(c, page, presentRedemption, (row) => row.id);
+    },
+  );

@@ -1,0 +1,189 @@
+import { z } from '@hono/zod-openapi';
+import { RuleSchema } from '../../events/program-events.js';
+import { RewardTypeSchema } from '../../events/reward-events.js';
+import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+
+const Points = z.number().int().min(0).max(1_000_000_000_000);
+const Multiplier = z
+  .number()
+  .min(1)
+  .max(10)
+  .refine((m) => Math.abs(m * 100 - Math.round(m * 100)) < 1e-9, { message: 'must have at most two decimals' })
+  .openapi({ example: 1.25 });
+const Benefits = z.array(z.string().min(1).max(200)).max(50);
+
+export const TierCreateSchema = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100).openapi({ example: 'Gold' }),
+    points_threshold: Points.openapi({ description: 'lifetime_earned at which a customer reaches the tier.', example: 1000 }),
+    multiplier: Multiplier,
+    benefits: Benefits.optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('TierCreate');
+
+export const TierUpdateSchema = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100).optional(),
+    points_threshold: Points.optional(),
+    multiplier: Multiplier.optional(),
+    benefits: Benefits.optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('TierUpdate');
+
+export const TierSchema = z
+  .object({
+    id: z.string().openapi({ example: 'tier_9XkQ2mP4vR7tY1wB3nL5' }),
+    name: z.string(),
+    points_threshold: z.number().int(),
+    multiplier: z.number(),
+    benefits: z.array(z.string()),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: TimestampSchema,
+    updated_at: TimestampSchema,
+  })
+  .openapi('Tier');
+
+export const TierIdParamSchema = z.object({ tier_id: z.string().openapi({ param: { name: 'tier_id', in: 'path' } }) });
+
+const Rules = z.array(RuleSchema).max(50).openapi({
+  description:
+    'Each rule applies when all its conditions hold on the event properties (ops eq ne gt gte lt lte in exists, dotted paths); ' +
+    'it is worth points + floor(properties[unit_property] / unit_size) × points_per_unit, capped at max_points.',
+});
+
+export const EventTypeCreateSchema = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must match [a-z0-9][a-z0-9_.-]{0,63}').openapi({ example: 'purchase' }),
+    display_name: z.string().trim().min(1).max(100),
+    default_points: Points,
+    rules: Rules.optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('EventTypeCreate');
+
+export const EventTypeUpdateSchema = z
+  .strictObject({
+    display_name: z.string().trim().min(1).max(100).optional(),
+    default_points: Points.optional(),
+    rules: Rules.optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('EventTypeUpdate');
+
+export const EventTypeSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    display_name: z.string(),
+    default_points: z.number().int(),
+    rules: z.array(z.record(z.string(), z.unknown())),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: TimestampSchema,
+    updated_at: TimestampSchema,
+  })
+  .openapi('EventType');
+
+export const EventTypeNameParamSchema = z.object({ name: z.string().openapi({ param: { name: 'name', in: 'path' }, example: 'purchase' }) });
+
+export const RewardCreateSchema = z
+  .strictObject({
+    title: z.string().trim().min(1).max(200),
+    points_cost: Points.openapi({ description: '0 for achievements.' }),
+    reward_type: RewardTypeSchema,
+    description: z.string().max(2000).optional(),
+    stock_quantity: z.number().int().min(0).max(1_000_000_000).nullable().optional().openapi({ description: 'null or absent: unlimited.' }),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('RewardCreate');
+
+export const RewardUpdateSchema = z
+  .strictObject({
+    title: z.string().trim().min(1).max(200).optional(),
+    points_cost: Points.optional(),
+    reward_type: RewardTypeSchema.optional(),
+    description: z.string().max(2000).nullable().optional(),
+    stock_quantity: z.number().int().min(0).max(1_000_000_000).nullable().optional(),
+    active: z.boolean().optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .openapi('RewardUpdate');
+
+export const RewardSchema = z
+  .object({
+    id: z.string().openapi({ example: 'rew_3mN8bV1cX6zL4kJ2hG9f' }),
+    title: z.string(),
+    points_cost: z.number().int(),
+    reward_type: RewardTypeSchema,
+    description: z.string().nullable(),
+    stock_quantity: z.number().int().nullable(),
+    active: z.boolean(),
+    redeemed_count: z.number().int(),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: TimestampSchema,
+    updated_at: TimestampSchema,
+  })
+  .openapi('Reward');
+
+export const RewardIdParamSchema = z.object({ reward_id: z.string().openapi({ param: { name: 'reward_id', in: 'path' } }) });
+
+export const RewardListQuerySchema = PageQuerySchema.extend({
+  active: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  reward_type: RewardTypeSchema.optional(),
+});
+
+const Reference = z.string().min(1).max(255).optional().openapi({ description: 'Unique per customer across transactions, events and redemptions.' });
+
+export const RedemptionCreateSchema = z
+  .strictObject({ reward_id: z.string().min(1), reference: Reference, metadata: MetadataSchema.optional() })
+  .openapi('RedemptionCreate');
+
+export const RedemptionSchema = z
+  .object({
+    id: z.string().openapi({ example: 'red_5tR2yU8iO1pA4sD7fG0h' }),
+    customer_id: z.string(),
+    reward_id: z.string(),
+    points_cost: z.number().int(),
+    balance: z.number().int().openapi({ description: "The customer's balance right after the redemption." }),
+    status: z.enum(['completed', 'cancelled']),
+    reference: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    created_at: TimestampSchema,
+    cancelled_at: TimestampSchema.nullable(),
+  })
+  .openapi('Redemption');
+
+export const RedemptionParamsSchema = z.object({
+  customer_id: z.string().openapi({ param: { name: 'customer_id', in: 'path' } }),
+  redemption_id: z.string().openapi({ param: { name: 'redemption_id', in: 'path' } }),
+});
+
+export const EventCreateSchema = z
+  .strictObject({
+    customer_id: z.string().min(1),
+    event_type: z.string().min(1).max(64),
+    properties: MetadataSchema.default({}).openapi({ description: 'Details of the occurrence, read by the rules.', example: { amount: 120 } }),
+    reference: Reference,
+  })
+  .openapi('EventCreate');
+
+export const EventSchema = z
+  .object({
+    id: z.string().openapi({ example: 'evt_7uI9oP2aS5dF8gH1jK4l' }),
+    customer_id: z.string(),
+    event_type: z.string(),
+    properties: z.record(z.string(), z.unknown()),
+    reference: z.string().nullable(),
+    points_awarded: z.number().int(),
+    base_points: z.number().int(),
+    multiplier: z.number(),
+    balance: z.number().int(),
+    created_at: TimestampSchema,
+  })
+  .openapi('Event');
+
+export const EventListQuerySchema = PageQuerySchema.extend({
+  customer_id: z.string().optional(),
+  event_type: z.string().optional(),
+});
