@@ -161,6 +161,10 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
             ([field, value]) => canonical(state.profile[field as keyof CustomerProfile]) !== canonical(value),
           ),
         );
+        const after = { ...state.profile, ...changed };
+        if (after.email === null && after.phone === null) {
+          throw errors.validation([{ path: 'email', message: 'a customer must keep an email or a phone' }]);
+        }
         return Object.keys(changed).length === 0 ? [] : [{ type: 'CustomerUpdated', data: changed }];
       }
       case 'RecordPoints':
