@@ -10,6 +10,8 @@ export interface Config {
   logLevel: string;
   /** Max time a write waits for the read models to catch up before answering (read-your-writes). */
   readYourWritesTimeoutMs: number;
+  /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
+  webhookAllowPrivate: boolean;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -20,6 +22,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.LOYALTY_DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     readYourWritesTimeoutMs: intOr(env.LOYALTY_RYW_TIMEOUT_MS, 5000),
+    webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
   };
 }
 

@@ -32,6 +32,7 @@ export const errors = {
   tierNotFound: (id: string) => errors.notFound('tier_not_found', 'tier', id),
   eventTypeNotFound: (name: string) => new ApiError(404, 'event_type_not_found', `No event type named '${name}'.`),
   rewardNotFound: (id: string) => errors.notFound('reward_not_found', 'reward', id),
+  webhookNotFound: (id: string) => errors.notFound('webhook_not_found', 'webhook', id),
   redemptionNotFound: (id: string) => errors.notFound('redemption_not_found', 'redemption', id),
   insufficientPoints: (balance: number, needed: number) =>
     new ApiError(422, 'insufficient_points', `The balance is ${balance}; this needs ${needed}.`, {

@@ -18,6 +18,10 @@ import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
 import { PostgresEventStore } from './store/postgres-event-store.js';
+import { webhookCommands } from './commands/webhook/webhook-commands.js';
+import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
+import { webhookSecrets } from './webhooks/secrets.js';
+import { webhookQueries } from './webhooks/webhook-queries.js';
 
 export interface ServicesOptions {
   config: Config;
@@ -26,6 +30,10 @@ export interface ServicesOptions {
   logger?: Logger;
   /** Run projection loops in this process (the server); the CLI catches up on demand instead. */
   runProjections?: boolean;
+  /** With runProjections: also deliver webhooks (default true). Tests drive the dispatcher by hand. */
+  runDispatcher?: boolean;
+  /** Overrides for the webhook dispatcher (tests inject a clock). */
+  dispatcher?: Partial<DispatcherOptions>;
 }
 
 /**
@@ -50,7 +58,19 @@ export async function createServices(options: ServicesOptions) {
   const store = new PostgresEventStore(database.db);
   const projections = new Projections(database.db, store, { logger, settleTimeoutMs: config.readYourWritesTimeoutMs });
   const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(), settle: (p) => projections.settle(p) };
-  if (options.runProjections) projections.start();
+  const secrets = webhookSecrets(database.db);
+  const webhooks = webhookCommands(deps, { secrets, allowPrivate: config.webhookAllowPrivate });
+  const dispatcher = new WebhookDispatcher(database.db, {
+    secrets,
+    allowPrivate: config.webhookAllowPrivate,
+    logger,
+    onGone: (webhookId) => webhooks.disableGone(webhookId, new Date()),
+    ...options.dispatcher,
+  });
+  if (options.runProjections) {
+    projections.start();
+    if (options.runDispatcher ?? true) dispatcher.start();
+  }
 
   return {
     config,
@@ -67,13 +87,17 @@ export async function createServices(options: ServicesOptions) {
       rewards: rewardCommands(deps),
       events: eventCommands(deps),
       redemptions: redemptionCommands(deps),
+      webhooks,
     },
     queries: {
       access: accessQueries(database.db),
       customers: customerQueries(database.db),
       catalog: catalogQueries(database.db),
+      webhooks: webhookQueries(database.db),
     },
+    dispatcher,
     async close() {
+      await dispatcher.stop();
       await projections.stop();
       await database.close();
       unlock();

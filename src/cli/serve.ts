@@ -9,7 +9,11 @@ import { describeKeys, provisionBusiness } from './provision.js';
  * its keys, once. SIGTERM/SIGINT stop accepting, let in-flight requests finish, then close.
  */
 export async function serve(config: Config): Promise<void> {
-  const services = await createServices({ config, runProjections: true });
+  const services = await createServices({ config });
+  // Whether the store is new is read from the read models, so bring them up to the log first.
+  await services.projections.catchUp();
+  services.projections.start();
+  services.dispatcher.start();
   if ((await services.queries.access.businesses()).length === 0) {
     const first = await provisionBusiness(services, 'My business', 'unlimited');
     process.stdout.write(`${describeKeys(first, 'First start: created a business and its API keys.')}\n`);

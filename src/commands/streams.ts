@@ -7,6 +7,8 @@ export const streams = {
   /** Tiers and event types of one business. */
   program: (businessId: string) => `program-${businessId}`,
   reward: (rewardId: string) => `reward-${rewardId}`,
+  webhook: (webhookId: string) => `webhook-${webhookId}`,
+  webhookIdOf: (stream: string) => stream.slice('webhook-'.length),
   rewardIdOf: (stream: string) => stream.slice('reward-'.length),
   customer: (customerId: string) => `customer-${customerId}`,
   /** The customer id of a `customer-…` stream. */

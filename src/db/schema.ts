@@ -181,6 +181,58 @@ export interface TierChangesTable {
   seq: Generated<number>;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  business_id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  active: boolean;
+  disabled_reason: string | null;
+  deleted_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  seq: Generated<number>;
+}
+
+/** Signing secrets: credentials, kept out of the event log. Several may sign during a rotation. */
+export interface WebhookSecretsTable {
+  webhook_id: string;
+  secret: string;
+  created_at: Timestamp;
+  expires_at: Timestamp | null;
+}
+
+export interface WebhookMessagesTable {
+  id: string;
+  business_id: string;
+  webhook_id: string;
+  event_type: string;
+  /** The domain event it came from (null for test sends); with the webhook, unique. */
+  source_event_id: string | null;
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: Timestamp;
+  locked_until: Timestamp | null;
+  created_at: Timestamp;
+  delivered_at: Timestamp | null;
+  seq: Generated<number>;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  message_id: string;
+  webhook_id: string;
+  business_id: string;
+  attempt: number;
+  attempted_at: Timestamp;
+  status_code: number | null;
+  duration_ms: number;
+  response_excerpt: string | null;
+  error: string | null;
+}
+
 export interface Database {
   events: EventsTable;
   streams: StreamsTable;
@@ -196,6 +248,10 @@ export interface Database {
   redemptions: RedemptionsTable;
   recorded_events: RecordedEventsTable;
   tier_changes: TierChangesTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_messages: WebhookMessagesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;
@@ -207,3 +263,6 @@ export type EventTypeRow = Selectable<EventTypesTable>;
 export type RewardRow = Selectable<RewardsTable>;
 export type RedemptionRow = Selectable<RedemptionsTable>;
 export type RecordedEventRow = Selectable<RecordedEventsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookMessageRow = Selectable<WebhookMessagesTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

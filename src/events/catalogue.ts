@@ -5,6 +5,7 @@ import { CustomerEvents } from './customer-events.js';
 import { ProgramEvents } from './program-events.js';
 import { ReservationEvents } from './reservation-events.js';
 import { RewardEvents } from './reward-events.js';
+import { WebhookEvents } from './webhook-events.js';
 
 /**
  * Every event type the service writes, with the zod schema of its data. The current version of
@@ -17,6 +18,7 @@ export const EventCatalogue = {
   ...CustomerEvents,
   ...ProgramEvents,
   ...RewardEvents,
+  ...WebhookEvents,
 };
 
 export const EVENT_VERSION = 1;

@@ -18,6 +18,7 @@ import { pointsRoutes } from './routes/points-routes.js';
 import { redemptionRoutes } from './routes/redemption-routes.js';
 import { rewardRoutes } from './routes/reward-routes.js';
 import { tierRoutes } from './routes/tier-routes.js';
+import { webhookRoutes } from './routes/webhook-routes.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -57,6 +58,7 @@ export function createApp(services: Services) {
   app.route('/api/v1', rewardRoutes);
   app.route('/api/v1', redemptionRoutes);
   app.route('/api/v1', eventRoutes);
+  app.route('/api/v1', webhookRoutes);
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 

@@ -6,9 +6,10 @@ import { accessProjector } from './access/access-projector.js';
 import { catalogProjector } from './catalog/catalog-projector.js';
 import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
+import { webhooksProjector } from '../webhooks/webhooks-projector.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
-export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector];
+export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, webhooksProjector];
 
 /** All read models of the service, kept current by one runner per projector. */
 export class Projections {

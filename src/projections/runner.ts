@@ -67,9 +67,20 @@ export class ProjectionRunner {
     this.wakeSleeper?.();
   }
 
-  /** Processes every event committed so far (used by the CLI, which runs no loop). */
-  async catchUp(): Promise<void> {
-    while ((await this.step()) > 0);
+  /**
+   * Processes every event committed so far (used by the CLI, which runs no loop). When another
+   * process holds this projector, waits for it to get there instead (bounded).
+   */
+  async catchUp(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const outcome = await this.step();
+      if (outcome === 'idle') return;
+      if (outcome === 'busy') {
+        if (Date.now() > deadline) throw new Error(`projection '${this.name}' is held by another process and did not catch up`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
   }
 
   /** Resolves when this projector has passed `position`, or after `timeoutMs` (then returns false). */
@@ -96,9 +107,9 @@ export class ProjectionRunner {
     let failures = 0;
     while (!this.stopped) {
       this.dirty = false;
-      let processed = 0;
+      let outcome: Awaited<ReturnType<ProjectionRunner['step']>> = 'idle';
       try {
-        processed = await this.step();
+        outcome = await this.step();
         failures = 0;
       } catch (error) {
         failures++;
@@ -106,7 +117,7 @@ export class ProjectionRunner {
         await this.sleep(Math.min(5000, 100 * 2 ** failures));
         continue;
       }
-      if (processed === 0 && !this.dirty) await this.sleep(this.pollMs);
+      if (typeof outcome !== 'number' && !this.dirty) await this.sleep(this.pollMs);
     }
   }
 
@@ -125,16 +136,16 @@ export class ProjectionRunner {
   }
 
   /**
-   * One batch; returns how many events were applied (or 1 when the checkpoint moved elsewhere, to
-   * go again at once). The checkpoint is kept in memory and re-read only when the row under lock
+   * One batch: how many events were applied (0 when the checkpoint moved elsewhere: go again at
+   * once), `idle` when there was nothing to do, `busy` when another process holds this projector. The checkpoint is kept in memory and re-read only when the row under lock
    * says another process moved it: when `readAll` finds nothing after our checkpoint, nobody can
    * be ahead of it.
    */
-  private async step(): Promise<number> {
+  private async step(): Promise<number | 'idle' | 'busy'> {
     if (!this.loaded) await this.loadCheckpoint();
     const from = this.checkpoint;
     const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
-    if (events.length === 0) return 0;
+    if (events.length === 0) return 'idle';
     const outcome = await this.db.transaction().execute(async (trx) => {
       const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${`projection:${this.name}`})) as locked`.execute(trx);
       if (!lock.rows[0]?.locked) return 'busy' as const;
@@ -159,13 +170,13 @@ export class ProjectionRunner {
         .execute();
       return 'applied' as const;
     });
-    if (outcome === 'busy') return 0; // another process holds this projector; its progress shows up on the next poll
+    if (outcome === 'busy') return 'busy'; // its progress shows up on a later poll
     if (outcome === 'applied') {
       this.moveTo(next);
       return events.length;
     }
     this.moveTo(outcome); // another process moved the checkpoint (or a rebuild reset it)
-    return 1;
+    return 0;
   }
 
   private async loadCheckpoint(): Promise<void> {

@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { provisionBusiness, type ProvisionedBusiness } from '../../src/cli/provision.js';
-import { loadConfig } from '../../src/config.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
-import { createServices, type Services } from '../../src/services.js';
+import { createServices, type Services, type ServicesOptions } from '../../src/services.js';
 import { openTestDatabase } from './test-database.js';
 
 export interface TestApp {
@@ -30,11 +30,25 @@ export interface TestResponse {
   text: string;
 }
 
+export interface TestAppOptions {
+  config?: Partial<Config>;
+  /** Run the webhook dispatcher loop (default true); tests of retries drive it by hand instead. */
+  runDispatcher?: boolean;
+  dispatcher?: ServicesOptions['dispatcher'];
+}
+
 /** The real service (stores, projections, HTTP app) on a fresh database. Close it in `afterAll`. */
-export async function startTestApp(): Promise<TestApp> {
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await openTestDatabase();
-  const config = { ...loadConfig({}), logLevel: 'silent' };
-  const services = await createServices({ config, database, runProjections: true, logger: pino({ level: 'silent' }) });
+  const config = { ...loadConfig({}), logLevel: 'silent', ...options.config };
+  const services = await createServices({
+    config,
+    database,
+    runProjections: true,
+    runDispatcher: options.runDispatcher ?? true,
+    dispatcher: options.dispatcher,
+    logger: pino({ level: 'silent' }),
+  });
   const app = createApp(services);
 
   return {

@@ -1,0 +1,84 @@
+import { errors } from '../../errors.js';
+import type { CommandContext } from '../../events/metadata.js';
+import type { EventOf } from '../../events/catalogue.js';
+import { newId } from '../../ids.js';
+import type { webhookSecrets } from '../../webhooks/secrets.js';
+import { assertDeliverableUrl } from '../../webhooks/url-guard.js';
+import { loadAggregate, withMetadata } from '../aggregate.js';
+import type { CommandDeps } from '../command-deps.js';
+import { retryOnConflict } from '../retry-on-conflict.js';
+import { streams } from '../streams.js';
+import { type WebhookCommand, webhookDecider } from './webhook-decider.js';
+
+type Subscription = EventOf<'WebhookCreated'>['data']['events'];
+
+export interface WebhookInput {
+  url: string;
+  events: Subscription;
+  description: string | null;
+}
+
+export interface WebhookCommandOptions {
+  secrets: ReturnType<typeof webhookSecrets>;
+  /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: private addresses and plain http allowed (development, tests). */
+  allowPrivate: boolean;
+}
+
+export function webhookCommands(deps: CommandDeps, options: WebhookCommandOptions) {
+  /** Decides on an existing webhook of the caller's business and appends. */
+  function change(ctx: CommandContext, webhookId: string, command: (state: ReturnType<typeof webhookDecider.initialState>) => WebhookCommand) {
+    const stream = streams.webhook(webhookId);
+    return deps.locks.run(stream, () =>
+      retryOnConflict(async () => {
+        const { state, revision } = await loadAggregate(deps.store, stream, webhookDecider, deps.cache);
+        if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
+        const events = webhookDecider.decide(command(state), state);
+        if (events.length === 0) return;
+        await deps.settle((await deps.store.append([{ stream, expected: revision, events: withMetadata(events, ctx) }])).position);
+      }),
+    );
+  }
+
+  return {
+    /** Creates an endpoint; returns its id and signing secret (shown once). */
+    async create(ctx: CommandContext, input: WebhookInput): Promise<{ id: string; secret: string }> {
+      await assertDeliverableUrl(input.url, options.allowPrivate);
+      const webhookId = newId('webhook');
+      // The secret is stored first: an endpoint never exists without one.
+      const secret = await options.secrets.create(webhookId, ctx.now);
+      const events = webhookDecider.decide(
+        { type: 'CreateWebhook', webhook: { webhook_id: webhookId, business_id: ctx.businessId, ...input } },
+        webhookDecider.initialState(),
+      );
+      const result = await deps.store.append([{ stream: streams.webhook(webhookId), expected: 'no_stream', events: withMetadata(events, ctx) }]);
+      await deps.settle(result.position);
+      return { id: webhookId, secret };
+    },
+
+    async update(ctx: CommandContext, webhookId: string, changes: Partial<WebhookInput> & { active?: boolean }): Promise<void> {
+      if (changes.url !== undefined) await assertDeliverableUrl(changes.url, options.allowPrivate);
+      await change(ctx, webhookId, () => ({ type: 'UpdateWebhook', changes }));
+    },
+
+    delete: (ctx: CommandContext, webhookId: string) => change(ctx, webhookId, () => ({ type: 'DeleteWebhook' })),
+
+    /** A new secret; the previous one keeps signing for 24 hours. Returns the new secret. */
+    async rotateSecret(ctx: CommandContext, webhookId: string): Promise<string> {
+      const { state } = await loadAggregate(deps.store, streams.webhook(webhookId), webhookDecider, deps.cache);
+      if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
+      const { secret, previousExpiresAt } = await options.secrets.rotate(webhookId, ctx.now);
+      await change(ctx, webhookId, () => ({ type: 'RotateSecret', previousSecretExpiresAt: previousExpiresAt.toISOString() }));
+      return secret;
+    },
+
+    /** The receiver said 410 Gone: the service itself disables the endpoint. */
+    async disableGone(webhookId: string, now: Date): Promise<void> {
+      const { state } = await loadAggregate(deps.store, streams.webhook(webhookId), webhookDecider, deps.cache);
+      if (!state.webhook) return;
+      const ctx = { businessId: state.webhook.business_id, actor: 'system', requestId: null, idempotencyKey: null, now };
+      await change(ctx, webhookId, () => ({ type: 'UpdateWebhook', changes: { active: false, reason: 'the receiver answered 410 Gone' } }));
+    },
+  };
+}
+
+export type WebhookCommands = ReturnType<typeof webhookCommands>;

@@ -1,0 +1,201 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import type { WebhookEndpointRow } from '../../db/schema.js';
+import { errors } from '../../errors.js';
+import { newId } from '../../ids.js';
+import type { AttemptRow } from '../../webhooks/webhook-queries.js';
+import { commandContext } from '../command-context.js';
+import type { AppEnv } from '../env.js';
+import { listResponse } from '../list-response.js';
+import { guard } from '../middleware/guard.js';
+import { createRouter } from '../router.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import {
+  DeliverySchema,
+  TestMessageSchema,
+  WebhookCreateSchema,
+  WebhookIdParamSchema,
+  WebhookSchema,
+  WebhookUpdateSchema,
+  WebhookWithSecretSchema,
+} from '../schemas/webhook-schemas.js';
+
+const tags = ['Webhooks'];
+const middleware = guard(['webhooks:write']);
+
+function presentWebhook(row: WebhookEndpointRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    active: row.active,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    deleted_at: row.deleted_at?.toISOString() ?? null,
+  };
+}
+
+function presentDelivery(row: AttemptRow) {
+  return {
+    id: `att_${row.seq}`,
+    message_id: row.message_id,
+    event_type: row.event_type,
+    attempt: row.attempt,
+    attempted_at: row.attempted_at.toISOString(),
+    status_code: row.status_code,
+    duration_ms: row.duration_ms,
+    response_excerpt: row.response_excerpt,
+    error: row.error,
+    message_status: row.message_status as 'pending' | 'delivered' | 'failed',
+    next_attempt_at: row.message_status === 'pending' ? row.next_attempt_at.toISOString() : null,
+  };
+}
+
+async function webhookOr404(c: Context<AppEnv>, webhookId: string) {
+  const row = await c.var.services.queries.webhooks.endpoint(c.var.principal.businessId, webhookId);
+  if (!row) throw errors.webhookNotFound(webhookId);
+  return row;
+}
+
+export const webhookRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhooks',
+      tags,
+      summary: 'Create a webhook endpoint (the signing secret is shown once)',
+      description:
+        'Deliveries follow Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). URLs must be https and resolve to public addresses ' +
+        '(LOYALTY_WEBHOOK_ALLOW_PRIVATE=1 lifts this for development).',
+      middleware,
+      request: { body: jsonBody(WebhookCreateSchema) },
+      responses: { 201: jsonResponse(WebhookWithSecretSchema, 'The endpoint and its secret.'), ...errorResponses() },
+    }),
+    async (c) => {
+      const body = c.req.valid('json');
+      const { id, secret } = await c.var.services.commands.webhooks.create(commandContext(c), {
+        url: body.url,
+        events: body.events,
+        description: body.description ?? null,
+      });
+      return c.json({ ...presentWebhook(await webhookOr404(c, id)), secret }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhooks',
+      tags,
+      summary: 'List webhook endpoints',
+      middleware,
+      request: { query: PageQuerySchema },
+      responses: { 200: jsonResponse(z.array(WebhookSchema), 'Endpoints, oldest first (never their secrets).'), ...errorResponses() },
+    }),
+    async (c) => {
+      const { limit, starting_after } = c.req.valid('query');
+      const page = await c.var.services.queries.webhooks.endpoints(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      return listResponse(c, page, presentWebhook, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhooks/{webhook_id}',
+      tags,
+      summary: 'Get a webhook endpoint',
+      middleware,
+      request: { params: WebhookIdParamSchema },
+      responses: { 200: jsonResponse(WebhookSchema, 'The endpoint.'), ...errorResponses(404) },
+    }),
+    async (c) => c.json(presentWebhook(await webhookOr404(c, c.req.valid('param').webhook_id)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: 'patch',
+      path: '/webhooks/{webhook_id}',
+      tags,
+      summary: 'Update a webhook endpoint (url, events, description, active)',
+      middleware,
+      request: { params: WebhookIdParamSchema, body: jsonBody(WebhookUpdateSchema) },
+      responses: { 200: jsonResponse(WebhookSchema, 'The endpoint as it now stands.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { webhook_id } = c.req.valid('param');
+      await c.var.services.commands.webhooks.update(commandContext(c), webhook_id, c.req.valid('json'));
+      return c.json(presentWebhook(await webhookOr404(c, webhook_id)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'delete',
+      path: '/webhooks/{webhook_id}',
+      tags,
+      summary: 'Delete a webhook endpoint (no further deliveries)',
+      middleware,
+      request: { params: WebhookIdParamSchema },
+      responses: { 200: jsonResponse(WebhookSchema, 'The endpoint as it now stands (deleted_at set).'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { webhook_id } = c.req.valid('param');
+      const { services, principal } = c.var;
+      await webhookOr404(c, webhook_id);
+      await services.commands.webhooks.delete(commandContext(c), webhook_id);
+      const row = await services.db.selectFrom('webhook_endpoints').selectAll().where('business_id', '=', principal.businessId).where('id', '=', webhook_id).executeTakeFirstOrThrow();
+      return c.json(presentWebhook(row), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhooks/{webhook_id}/rotate-secret',
+      tags,
+      summary: 'Rotate the signing secret (the old one keeps signing alongside for 24 hours)',
+      middleware,
+      request: { params: WebhookIdParamSchema },
+      responses: { 200: jsonResponse(WebhookWithSecretSchema, 'The endpoint and its new secret.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { webhook_id } = c.req.valid('param');
+      const secret = await c.var.services.commands.webhooks.rotateSecret(commandContext(c), webhook_id);
+      return c.json({ ...presentWebhook(await webhookOr404(c, webhook_id)), secret }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhooks/{webhook_id}/deliveries',
+      tags,
+      summary: 'Every delivery attempt to this endpoint',
+      middleware,
+      request: { params: WebhookIdParamSchema, query: PageQuerySchema },
+      responses: { 200: jsonResponse(z.array(DeliverySchema), 'Attempts, oldest first.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { webhook_id } = c.req.valid('param');
+      await webhookOr404(c, webhook_id);
+      const { limit, starting_after } = c.req.valid('query');
+      const page = await c.var.services.queries.webhooks.attempts(c.var.principal.businessId, webhook_id, { limit, startingAfter: starting_after });
+      return listResponse(c, page, presentDelivery, (row) => `att_${row.seq}`);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhooks/{webhook_id}/test',
+      tags,
+      summary: 'Queue a webhook.test message to this endpoint',
+      middleware,
+      request: { params: WebhookIdParamSchema },
+      responses: { 201: jsonResponse(TestMessageSchema, 'The queued message; its attempts show in deliveries.'), ...errorResponses(404) },
+    }),
+    async (c) => {
+      const { webhook_id } = c.req.valid('param');
+      await webhookOr404(c, webhook_id);
+      const id = newId('message');
+      await c.var.services.queries.webhooks.enqueueTest(c.var.principal.businessId, webhook_id, id, new Date());
+      c.var.services.dispatcher.wake();
+      return c.json({ id, event_type: 'webhook.test' as const, status: 'pending' as const }, 201);
+    },
+  );

@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import type { Database, WebhookEndpointRow } from '../db/schema.js';
+import { errors } from '../errors.js';
+import { fetchPage, type Page, type PageRequest } from '../projections/page.js';
+
+export function webhookQueries(db: Kysely<Database>) {
+  const endpoint = (businessId: string, id: string): Promise<WebhookEndpointRow | undefined> =>
+    db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('business_id', '=', businessId)
+      .where('id', '=', id)
+      .where('deleted_at', 'is', null)
+      .executeTakeFirst();
+
+  return {
+    endpoint,
+    endpoints(businessId: string, page: PageRequest) {
+      const q = db.selectFrom('webhook_endpoints').selectAll().where('business_id', '=', businessId).where('deleted_at', 'is', null);
+      return fetchPage(q, page, async (id) => (await endpoint(businessId, id))?.seq);
+    },
+    /** Every attempt to deliver to one endpoint, oldest first, with its message's event type. Cursor: `att_<n>`. */
+    async attempts(businessId: string, webhookId: string, page: PageRequest): Promise<Page<AttemptRow>> {
+      let q = db
+        .selectFrom('webhook_attempts as a')
+        .innerJoin('webhook_messages as m', 'm.id', 'a.message_id')
+        .select([
+          'a.id as seq',
+          'a.message_id',
+          'm.event_type',
+          'a.attempt',
+          'a.attempted_at',
+          'a.status_code',
+          'a.duration_ms',
+          'a.response_excerpt',
+          'a.error',
+          'm.status as message_status',
+          'm.next_attempt_at',
+        ])
+        .where('a.business_id', '=', businessId)
+        .where('a.webhook_id', '=', webhookId);
+      if (page.startingAfter !== undefined) {
+        const after = /^att_(\d+)$/.exec(page.startingAfter)?.[1];
+        if (!after) throw errors.validation([{ path: 'starting_after', message: 'must be a delivery id (att_…)' }]);
+        q = q.where('a.id', '>', Number(after));
+      }
+      const rows = await q.orderBy('a.id').limit(page.limit + 1).execute();
+      return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+    },
+    /** Queues a `webhook.test` message for one endpoint. */
+    async enqueueTest(businessId: string, webhookId: string, id: string, now: Date): Promise<void> {
+      const payload = { type: 'webhook.test', timestamp: now.toISOString(), data: { webhook_id: webhookId } };
+      await db
+        .insertInto('webhook_messages')
+        .values({
+          id,
+          business_id: businessId,
+          webhook_id: webhookId,
+          event_type: 'webhook.test',
+          source_event_id: null,
+          payload: JSON.stringify(payload),
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: now,
+          locked_until: null,
+          created_at: now,
+          delivered_at: null,
+        })
+        .execute();
+    },
+  };
+}
+
+export interface AttemptRow {
+  seq: number;
+  message_id: string;
+  event_type: string;
+  attempt: number;
+  attempted_at: Date;
+  status_code: number | null;
+  duration_ms: number;
+  response_excerpt: string | null;
+  error: string | null;
+  message_status: string;
+  next_attempt_at: Date;
+}
+
+export type WebhookQueries = ReturnType<typeof webhookQueries>;
