@@ -10,7 +10,6 @@ const migrations: Record<string, Migration> = {
       await sql`
         create table events (
           global_position bigint generated always as identity primary key,
-          transaction_id xid8 not null default pg_current_xact_id(),
           stream_id text not null,
           stream_position bigint not null,
           event_id uuid not null unique,
@@ -20,13 +19,10 @@ const migrations: Record<string, Migration> = {
           recorded_at timestamptz not null,
           unique (stream_id, stream_position)
         )`.execute(db);
-      // readAll orders by commit-safe (transaction_id, global_position); see store/postgres-event-store.ts
-      await sql`create index events_commit_order on events (transaction_id, global_position)`.execute(db);
       await sql`create table streams (stream_id text primary key, version bigint not null)`.execute(db);
       await sql`
         create table projection_checkpoints (
           name text primary key,
-          transaction_id xid8 not null default '0',
           global_position bigint not null default 0,
           updated_at timestamptz not null default now()
         )`.execute(db);

@@ -7,7 +7,6 @@ type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 /** The event log (the only source of truth). */
 export interface EventsTable {
   global_position: Generated<number>;
-  transaction_id: Generated<string>;
   stream_id: string;
   stream_position: number;
   event_id: string;
@@ -24,7 +23,6 @@ export interface StreamsTable {
 
 export interface ProjectionCheckpointsTable {
   name: string;
-  transaction_id: string;
   global_position: number;
   updated_at: Timestamp;
 }

@@ -151,7 +151,7 @@ export class ProjectionRunner {
       if (!lock.rows[0]?.locked) return 'busy' as const;
       const row = await trx
         .selectFrom('projection_checkpoints')
-        .select(['transaction_id', 'global_position'])
+        .select('global_position')
         .where('name', '=', this.name)
         .forUpdate()
         .executeTakeFirstOrThrow();
@@ -162,7 +162,6 @@ export class ProjectionRunner {
       await trx
         .updateTable('projection_checkpoints')
         .set({
-          transaction_id: next.transactionId.toString(),
           global_position: Number(next.globalPosition),
           updated_at: new Date(),
         })
@@ -182,12 +181,12 @@ export class ProjectionRunner {
   private async loadCheckpoint(): Promise<void> {
     await this.db
       .insertInto('projection_checkpoints')
-      .values({ name: this.name, transaction_id: '0', global_position: 0, updated_at: new Date() })
+      .values({ name: this.name, global_position: 0, updated_at: new Date() })
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
     const row = await this.db
       .selectFrom('projection_checkpoints')
-      .select(['transaction_id', 'global_position'])
+      .select('global_position')
       .where('name', '=', this.name)
       .executeTakeFirstOrThrow();
     this.loaded = true;
@@ -203,6 +202,6 @@ export class ProjectionRunner {
   }
 }
 
-function toCheckpoint(row: { transaction_id: string; global_position: number }): Checkpoint {
-  return { transactionId: BigInt(row.transaction_id), globalPosition: BigInt(row.global_position) };
+function toCheckpoint(row: { global_position: number }): Checkpoint {
+  return { globalPosition: BigInt(row.global_position) };
 }

@@ -51,11 +51,10 @@ export interface StoredEvent {
 
 /** A position in `readAll` order; compare with `compareCheckpoints`. */
 export interface Checkpoint {
-  transactionId: bigint;
   globalPosition: bigint;
 }
 
-export const START: Checkpoint = { transactionId: 0n, globalPosition: 0n };
+export const START: Checkpoint = { globalPosition: 0n };
 
 export interface AppendResult {
   /** Position of the last event written; once a projector passes it, the write is visible. */
@@ -83,7 +82,5 @@ export class WrongExpectedVersion extends Error {
 }
 
 export function compareCheckpoints(a: Checkpoint, b: Checkpoint): number {
-  if (a.transactionId !== b.transactionId) return a.transactionId < b.transactionId ? -1 : 1;
-  if (a.globalPosition !== b.globalPosition) return a.globalPosition < b.globalPosition ? -1 : 1;
-  return 0;
+  return a.globalPosition < b.globalPosition ? -1 : a.globalPosition > b.globalPosition ? 1 : 0;
 }

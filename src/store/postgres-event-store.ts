@@ -14,12 +14,20 @@ import {
 } from './event-store.js';
 
 /**
+ * Taken by every append right before it inserts its events and held until it commits, so appends
+ * commit one at a time and `global_position` order is commit order. (Identity values are otherwise
+ * handed out before commit: a reader past position 11 could miss a 10 that commits later.)
+ * Advisory locks are per database, so stores in other databases of one server never wait on it.
+ */
+export const APPEND_LOCK_KEY = 7_270_612_466_100_531_901n;
+
+/**
  * The event store on PostgreSQL (server or embedded PGlite).
  *
  * `streams(stream_id, version)` is the optimistic-concurrency gate: an append moves a stream's
  * version with `where version = expected`, so a concurrent writer blocks on the row, then finds the
  * version moved and fails loudly. Streams are locked in name order so multi-stream appends cannot
- * deadlock each other.
+ * deadlock each other; the append lock comes after them, and its holder waits for nothing else.
  */
 export class PostgresEventStore implements EventStore {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
@@ -48,16 +56,14 @@ export class PostgresEventStore implements EventStore {
             }),
           );
         }
+        await sql`select pg_advisory_xact_lock(${APPEND_LOCK_KEY.toString()}::bigint)`.execute(trx);
         const inserted = await trx
           .insertInto('events')
           .values(rows as never)
-          .returning(['transaction_id', 'global_position'])
+          .returning('global_position')
           .execute();
-        const last = inserted.reduce((max, r) => (r.global_position > max.global_position ? r : max));
-        return {
-          revisions,
-          position: { transactionId: BigInt(last.transaction_id), globalPosition: BigInt(last.global_position) },
-        };
+        const last = Math.max(...inserted.map((r) => r.global_position));
+        return { revisions, position: { globalPosition: BigInt(last) } };
       }),
     );
     this.emitter.emit('appended');
@@ -116,21 +122,12 @@ export class PostgresEventStore implements EventStore {
     return (await query.execute()).map(toStoredEvent);
   }
 
-  /**
-   * Identity values become visible out of commit order, so `global_position > last` would skip an
-   * event whose transaction commits after a later-numbered one. Instead read only rows whose
-   * transaction has finished (older than the snapshot's xmin) in (transaction_id, global_position)
-   * order: no transaction can later add a row below that horizon.
-   */
+  /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
   async readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
     const rows = await this.db
       .selectFrom('events')
       .selectAll()
-      .where(
-        sql<boolean>`(transaction_id, global_position) > (${after.transactionId.toString()}::xid8, ${after.globalPosition.toString()}::bigint)`,
-      )
-      .where(sql<boolean>`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
-      .orderBy('transaction_id')
+      .where('global_position', '>', Number(after.globalPosition))
       .orderBy('global_position')
       .limit(max)
       .execute();
@@ -152,7 +149,6 @@ function toStoredEvent(row: {
   data: unknown;
   metadata: Record<string, unknown>;
   recorded_at: Date;
-  transaction_id: string;
   global_position: number;
 }): StoredEvent {
   return {
@@ -163,6 +159,6 @@ function toStoredEvent(row: {
     data: row.data,
     metadata: row.metadata as unknown as StoredEvent['metadata'],
     recordedAt: row.recorded_at,
-    position: { transactionId: BigInt(row.transaction_id), globalPosition: BigInt(row.global_position) },
+    position: { globalPosition: BigInt(row.global_position) },
   };
 }
