@@ -4,7 +4,7 @@ import type { CommandContext } from '../../events/metadata.js';
 import { newId, newKeySecret } from '../../ids.js';
 import { loadAggregate, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { apiKeyDecider } from './api-key-decider.js';
 import { KEY_PREFIXES, type Permission, PERMISSIONS, PUBLIC_KEY_PERMISSIONS } from './permissions.js';
@@ -54,13 +54,11 @@ export function apiKeyCommands(deps: CommandDeps) {
     },
 
     async revoke(ctx: CommandContext, keyId: string): Promise<void> {
-      await retryOnConflict(async () => {
-        const { state, revision } = await loadAggregate(store, streams.apiKey(keyId), apiKeyDecider);
+      const stream = streams.apiKey(keyId);
+      await write(deps, [stream], async () => {
+        const { state, revision } = await loadAggregate(store, stream, apiKeyDecider);
         if (!state.exists || state.businessId !== ctx.businessId) throw errors.keyNotFound(keyId);
-        const events = apiKeyDecider.decide({ type: 'RevokeApiKey', keyId }, state);
-        if (events.length === 0) return;
-        const result = await store.append([{ stream: streams.apiKey(keyId), expected: revision, events: withMetadata(events, ctx) }]);
-        await deps.settle(result.position);
+        return [{ stream, expected: revision, events: withMetadata(apiKeyDecider.decide({ type: 'RevokeApiKey', keyId }, state), ctx) }];
       });
     },
   };

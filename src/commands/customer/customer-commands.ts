@@ -9,7 +9,7 @@ import type { CommandDeps } from '../command-deps.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
 import { claimWrite, releaseWrite } from '../reservation/reserve.js';
 import { loadProgram } from '../program/program-commands.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type CustomerCommand, customerDecider } from './customer-decider.js';
 import { assertReferenceFree, changeCustomer, customerWrite, referenceWrites } from './customer-stream.js';
@@ -23,7 +23,7 @@ const uniqueValue = (field: UniqueField, value: string) => (field === 'email' ? 
 export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId' | 'tiers'>;
 
 export function customerCommands(deps: CommandDeps) {
-  const { store, locks } = deps;
+  const { store } = deps;
 
   async function claimUnique(ctx: CommandContext, customerId: string, field: UniqueField, value: string) {
     try {
@@ -54,22 +54,20 @@ export function customerCommands(deps: CommandDeps) {
     async register(ctx: CommandContext, profile: CustomerProfile): Promise<string> {
       const customerId = newId('customer');
       // Customers of one business are counted on its stream: serialize them here rather than retry.
-      return locks.run(streams.business(ctx.businessId), () =>
-        retryOnConflict(async () => {
-          const events = customerDecider.decide(
-            { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile },
-            customerDecider.initialState(),
-          );
-          const writes: AppendWrite[] = [customerWrite(customerId, 'no_stream', events, ctx)];
-          for (const field of UNIQUE_FIELDS) {
-            const value = profile[field];
-            if (value !== null) writes.push(...(await claimUnique(ctx, customerId, field, value)));
-          }
-          writes.push(...(await planWrites(ctx, customerId)));
-          await deps.settle((await store.append(writes)).position);
-          return customerId;
-        }),
-      );
+      await write(deps, [streams.business(ctx.businessId)], async () => {
+        const events = customerDecider.decide(
+          { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile },
+          customerDecider.initialState(),
+        );
+        const writes: AppendWrite[] = [customerWrite(customerId, 'no_stream', events, ctx)];
+        for (const field of UNIQUE_FIELDS) {
+          const value = profile[field];
+          if (value !== null) writes.push(...(await claimUnique(ctx, customerId, field, value)));
+        }
+        writes.push(...(await planWrites(ctx, customerId)));
+        return writes;
+      });
+      return customerId;
     },
 
     async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<void> {

@@ -3,6 +3,7 @@ import type { EventOf } from '../../events/catalogue.js';
 import type { CustomerProfile, TierSnapshot } from '../../events/customer-events.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
+import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
 import { applyMultiplier, basePoints } from '../program/rules.js';
 
@@ -156,11 +157,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
     if (!state.registered) throw errors.customerNotFound(state.id ?? 'unknown');
     switch (command.type) {
       case 'UpdateCustomer': {
-        const changed = Object.fromEntries(
-          Object.entries(definedOnly(command.changes)).filter(
-            ([field, value]) => canonical(state.profile[field as keyof CustomerProfile]) !== canonical(value),
-          ),
-        );
+        const changed = changedFields(state.profile, command.changes);
         const after = { ...state.profile, ...changed };
         if (after.email === null && after.phone === null) {
           throw errors.validation([{ path: 'email', message: 'a customer must keep an email or a phone' }]);
@@ -323,13 +320,4 @@ function assertWithinLimit(total: number) {
 
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** JSON with object keys sorted, so equal values compare equal whatever their key order (jsonb reorders keys). */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 }

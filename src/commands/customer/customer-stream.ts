@@ -4,7 +4,7 @@ import type { AppendWrite, Checkpoint, NewEvent } from '../../store/event-store.
 import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 
@@ -30,23 +30,17 @@ export function customerWrite(customerId: string, expected: AppendWrite['expecte
 }
 
 /**
- * A change to one existing customer: serialized per customer in this process, retried when
- * another process moved a stream first, appended atomically, and settled (read-your-writes).
- * `decide` returns every write of the change, the customer stream's included.
+ * A change to one existing customer (see `write`); `decide` returns every write of the change, the
+ * customer stream's included. `alsoLock` names streams to lock before the customer's.
  */
 export function changeCustomer(
   deps: CommandDeps,
   ctx: CommandContext,
   customerId: string,
   decide: (loaded: Loaded<CustomerState>) => Promise<AppendWrite[]>,
+  alsoLock: string[] = [],
 ): Promise<void> {
-  return deps.locks.run(streams.customer(customerId), () =>
-    retryOnConflict(async () => {
-      const writes = await decide(await loadCustomer(deps, ctx, customerId));
-      if (writes.every((w) => w.events.length === 0)) return;
-      await deps.settle((await deps.store.append(writes)).position);
-    }),
-  );
+  return write(deps, [...alsoLock, streams.customer(customerId)], async () => decide(await loadCustomer(deps, ctx, customerId)));
 }
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */

@@ -24,7 +24,7 @@ export function redemptionCommands(deps: CommandDeps) {
    * streams are appended in one atomic append with their expected revisions.
    */
   function withReward(ctx: CommandContext, customerId: string, rewardId: string, decide: Parameters<typeof changeCustomer>[3]) {
-    return deps.locks.run(streams.reward(rewardId), () => changeCustomer(deps, ctx, customerId, decide));
+    return changeCustomer(deps, ctx, customerId, decide, [streams.reward(rewardId)]);
   }
 
   return {

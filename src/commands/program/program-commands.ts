@@ -3,7 +3,7 @@ import type { EventTypeDefinition, TierDefinition } from '../../events/program-e
 import { newId } from '../../ids.js';
 import { loadAggregate, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type ProgramCommand, programDecider, type ProgramState, tiersByThreshold } from './program-decider.js';
 
@@ -20,14 +20,10 @@ export function programCommands(deps: CommandDeps) {
   /** Decides on the business's program stream and appends, serialized per business. */
   function change(ctx: CommandContext, command: ProgramCommand): Promise<void> {
     const stream = streams.program(ctx.businessId);
-    return deps.locks.run(stream, () =>
-      retryOnConflict(async () => {
-        const { state, revision } = await loadAggregate(deps.store, stream, programDecider, deps.cache);
-        const events = programDecider.decide(command, state);
-        if (events.length === 0) return;
-        await deps.settle((await deps.store.append([{ stream, expected: revision, events: withMetadata(events, ctx) }])).position);
-      }),
-    );
+    return write(deps, [stream], async () => {
+      const { state, revision } = await loadAggregate(deps.store, stream, programDecider, deps.cache);
+      return [{ stream, expected: revision, events: withMetadata(programDecider.decide(command, state), ctx) }];
+    });
   }
 
   return {

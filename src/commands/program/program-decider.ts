@@ -1,6 +1,7 @@
 import { errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
+import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
 
 export type ProgramEvent = EventOf<'TierCreated' | 'TierUpdated' | 'EventTypeCreated' | 'EventTypeUpdated'>;
@@ -90,12 +91,4 @@ function assertTierUnique(state: ProgramState, tier: Pick<TierDefinition, 'name'
       throw errors.conflict(`Tier '${other.name}' already has the threshold ${tier.points_threshold}.`);
     }
   }
-}
-
-function changedFields<T extends object>(current: T, changes: Partial<T>): Partial<T> {
-  return Object.fromEntries(
-    Object.entries(changes).filter(
-      ([field, value]) => value !== undefined && JSON.stringify(current[field as keyof T]) !== JSON.stringify(value),
-    ),
-  ) as Partial<T>;
 }

@@ -1,4 +1,5 @@
 import type { Condition, EventTypeDefinition, Rule } from '../../events/program-events.js';
+import { sameJson } from '../../json-equality.js';
 
 /** The value at a dotted path (`order.total`) of an event's properties; undefined when absent. */
 export function valueAt(properties: unknown, path: string): unknown {
@@ -16,9 +17,6 @@ function compare(actual: unknown, expected: unknown): number | null {
   return null; // different types never compare: the condition does not hold
 }
 
-function sameValue(a: unknown, b: unknown): boolean {
-  return a === b || (typeof a === 'object' && a !== null && JSON.stringify(a) === JSON.stringify(b));
-}
 
 export function conditionHolds(condition: Condition, properties: unknown): boolean {
   const actual = valueAt(properties, condition.property);
@@ -26,11 +24,11 @@ export function conditionHolds(condition: Condition, properties: unknown): boole
     case 'exists':
       return (actual !== undefined && actual !== null) === (condition.value ?? true);
     case 'eq':
-      return sameValue(actual, condition.value);
+      return sameJson(actual, condition.value);
     case 'ne':
-      return !sameValue(actual, condition.value);
+      return !sameJson(actual, condition.value);
     case 'in':
-      return Array.isArray(condition.value) && condition.value.some((v) => sameValue(actual, v));
+      return Array.isArray(condition.value) && condition.value.some((v) => sameJson(actual, v));
     case 'gt':
     case 'gte':
     case 'lt':

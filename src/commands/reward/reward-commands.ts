@@ -4,7 +4,7 @@ import type { RewardDefinition } from '../../events/reward-events.js';
 import { newId } from '../../ids.js';
 import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { rewardDecider, type RewardState } from './reward-decider.js';
 
@@ -32,14 +32,10 @@ export function rewardCommands(deps: CommandDeps) {
 
     update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {
       const stream = streams.reward(rewardId);
-      return deps.locks.run(stream, () =>
-        retryOnConflict(async () => {
-          const { state, revision } = await loadReward(deps, ctx, rewardId);
-          const events = rewardDecider.decide({ type: 'UpdateReward', changes }, state);
-          if (events.length === 0) return;
-          await deps.settle((await deps.store.append([{ stream, expected: revision, events: withMetadata(events, ctx) }])).position);
-        }),
-      );
+      return write(deps, [stream], async () => {
+        const { state, revision } = await loadReward(deps, ctx, rewardId);
+        return [{ stream, expected: revision, events: withMetadata(rewardDecider.decide({ type: 'UpdateReward', changes }, state), ctx) }];
+      });
     },
   };
 }

@@ -1,6 +1,7 @@
 import { ApiError, errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
+import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
 
 export type RewardEvent = EventOf<'RewardCreated' | 'RewardUpdated' | 'RewardStockTaken' | 'RewardStockReturned'>;
@@ -46,11 +47,7 @@ export const rewardDecider: Decider<RewardCommand, RewardState, RewardEvent> = {
     if (!reward) throw errors.rewardNotFound('unknown');
     switch (command.type) {
       case 'UpdateReward': {
-        const changed = Object.fromEntries(
-          Object.entries(command.changes).filter(
-            ([field, value]) => value !== undefined && JSON.stringify(reward[field as keyof RewardDefinition]) !== JSON.stringify(value),
-          ),
-        );
+        const changed = changedFields(reward, command.changes);
         return Object.keys(changed).length === 0 ? [] : [{ type: 'RewardUpdated', data: changed }];
       }
       case 'TakeStock':

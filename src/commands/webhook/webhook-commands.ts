@@ -6,7 +6,7 @@ import type { webhookSecrets } from '../../webhooks/secrets.js';
 import { assertDeliverableUrl } from '../../webhooks/url-guard.js';
 import { loadAggregate, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { retryOnConflict } from '../retry-on-conflict.js';
+import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type WebhookCommand, webhookDecider } from './webhook-decider.js';
 
@@ -28,15 +28,11 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
   /** Decides on an existing webhook of the caller's business and appends. */
   function change(ctx: CommandContext, webhookId: string, command: (state: ReturnType<typeof webhookDecider.initialState>) => WebhookCommand) {
     const stream = streams.webhook(webhookId);
-    return deps.locks.run(stream, () =>
-      retryOnConflict(async () => {
-        const { state, revision } = await loadAggregate(deps.store, stream, webhookDecider, deps.cache);
-        if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
-        const events = webhookDecider.decide(command(state), state);
-        if (events.length === 0) return;
-        await deps.settle((await deps.store.append([{ stream, expected: revision, events: withMetadata(events, ctx) }])).position);
-      }),
-    );
+    return write(deps, [stream], async () => {
+      const { state, revision } = await loadAggregate(deps.store, stream, webhookDecider, deps.cache);
+      if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
+      return [{ stream, expected: revision, events: withMetadata(webhookDecider.decide(command(state), state), ctx) }];
+    });
   }
 
   return {

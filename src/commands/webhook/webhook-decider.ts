@@ -1,5 +1,6 @@
 import { errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
+import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
 
 export type WebhookEvent = EventOf<'WebhookCreated' | 'WebhookUpdated' | 'WebhookSecretRotated' | 'WebhookDeleted'>;
@@ -48,13 +49,10 @@ export const webhookDecider: Decider<WebhookCommand, WebhookState, WebhookEvent>
     if (!webhook || state.deleted) throw errors.webhookNotFound('unknown');
     switch (command.type) {
       case 'UpdateWebhook': {
-        const changed = Object.fromEntries(
-          Object.entries(command.changes).filter(
-            ([field, value]) =>
-              value !== undefined && (field === 'reason' || JSON.stringify(webhook[field as keyof typeof webhook]) !== JSON.stringify(value)),
-          ),
-        );
-        return Object.keys(changed).filter((k) => k !== 'reason').length === 0 ? [] : [{ type: 'WebhookUpdated', data: changed }];
+        const { reason, ...changes } = command.changes;
+        const changed = changedFields(webhook, changes);
+        if (Object.keys(changed).length === 0) return [];
+        return [{ type: 'WebhookUpdated', data: reason === undefined ? changed : { ...changed, reason } }];
       }
       case 'RotateSecret':
         return [{ type: 'WebhookSecretRotated', data: { previous_secret_expires_at: command.previousSecretExpiresAt } }];

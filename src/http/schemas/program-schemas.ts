@@ -3,7 +3,10 @@ import { RuleSchema } from '../../events/program-events.js';
 import { RewardTypeSchema } from '../../events/reward-events.js';
 import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
 
-const Points = z.number().int().min(0).max(1_000_000_000_000);
+/** A single amount of points: at most 1,000,000,000 (CONTRACT.md §1). */
+const Points = z.number().int().min(0).max(1_000_000_000);
+/** A tier threshold compares with lifetime_earned, which may grow past any single amount. */
+const Threshold = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const Multiplier = z
   .number()
   .min(1)
@@ -15,7 +18,7 @@ const Benefits = z.array(z.string().min(1).max(200)).max(50);
 export const TierCreateSchema = z
   .strictObject({
     name: z.string().trim().min(1).max(100).openapi({ example: 'Gold' }),
-    points_threshold: Points.openapi({ description: 'lifetime_earned at which a customer reaches the tier.', example: 1000 }),
+    points_threshold: Threshold.openapi({ description: 'lifetime_earned at which a customer reaches the tier.', example: 1000 }),
     multiplier: Multiplier,
     benefits: Benefits.optional(),
     metadata: MetadataSchema.optional(),
@@ -25,7 +28,7 @@ export const TierCreateSchema = z
 export const TierUpdateSchema = z
   .strictObject({
     name: z.string().trim().min(1).max(100).optional(),
-    points_threshold: Points.optional(),
+    points_threshold: Threshold.optional(),
     multiplier: Multiplier.optional(),
     benefits: Benefits.optional(),
     metadata: MetadataSchema.optional(),
