@@ -1,0 +1,239 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServerDatabase } from '../support/test-database.js';
+
+/**
+ * Helpers for tests that run the real `loyalty` program as a child process: the CLI, and the
+ * server with its signals, crashes and restarts. The program runs from source
+ * (`node --import tsx src/cli.ts …`), so no build is needed.
+ */
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** True when the suite runs against the PostgreSQL server of DATABASE_URL (else embedded PGlite). */
+export const SERVER_MODE = Boolean(process.env.DATABASE_URL);
+
+/** An empty store that child processes open through their environment. */
+export interface ProcessStore {
+  env: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+/** A fresh store: a new temp LOYALTY_DATA_DIR (embedded), or a new database on the server. */
+export async function freshStore(): Promise<ProcessStore> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (serverUrl) {
+    const database = await createServerDatabase(serverUrl);
+    return { env: { DATABASE_URL: database.url }, dispose: database.drop };
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'loyalty-process-'));
+  return { env: { LOYALTY_DATA_DIR: dir }, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The child's environment: ours without any store or port settings, plus the store's. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'LOYALTY_DATA_DIR', 'EVENTSTORE_URL', 'PORT', 'HOST', 'NODE_OPTIONS']) delete env[name];
+  return { ...env, LOG_LEVEL: 'warn', ...extra };
+}
+
+const running = new Set<ChildProcess>();
+
+function spawnLoyalty(args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+function exitOf(child: ChildProcess): Promise<Exit> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** Kills (SIGKILL) one child unless it has exited, and waits for it. */
+export function killProcess(child: ChildProcess): Promise<Exit> {
+  const exited = exitOf(child);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  return exited;
+}
+
+/** Kills every child this file started that is still running: call it in afterEach/afterAll. */
+export async function killAllProcesses(): Promise<void> {
+  await Promise.all([...running].map(killProcess));
+}
+
+export interface CliResult extends Exit {
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `loyalty ARGS…` to completion on the given store. */
+export async function runCli(args: string[], store: ProcessStore): Promise<CliResult> {
+  const child = spawnLoyalty(args, store.env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exit = await exitOf(child);
+  // 'exit' can come before the pipes are drained; 'close' comes after.
+  if (child.stdout!.readable || child.stderr!.readable) await new Promise((resolve) => child.once('close', resolve));
+  return { ...exit, stdout, stderr };
+}
+
+/** A port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  baseUrl: string;
+  /** Everything printed on stdout so far. */
+  readonly stdout: string;
+  readonly stderr: string;
+  exited: Promise<Exit>;
+  signal(signal: NodeJS.Signals): void;
+}
+
+/** Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line. */
+export async function startServer(store: ProcessStore, { timeoutMs = 60_000 } = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawnLoyalty(['serve'], { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exited = exitOf(child);
+
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail(`did not print "Listening on" within ${timeoutMs} ms`), timeoutMs);
+    const onData = () => {
+      if (!stdout.includes('Listening on')) return;
+      cleanup();
+      resolve();
+    };
+    const onExit = (code: number | null, signal: string | null) => fail(`exited (code ${code}, signal ${signal}) before listening`);
+    function cleanup() {
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      child.off('exit', onExit);
+    }
+    function fail(why: string) {
+      cleanup();
+      child.kill('SIGKILL');
+      reject(new Error(`loyalty serve ${why}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
+    }
+    child.stdout!.on('data', onData);
+    child.once('exit', onExit);
+  });
+
+  return {
+    child,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    exited,
+    signal: (signal) => void child.kill(signal),
+  };
+}
+
+/** Resolves with the exit, or rejects if the process is still running after `ms`. */
+export function exitWithin(server: ServerProcess, ms: number): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`process ${server.child.pid} still running after ${ms} ms`)), ms);
+    void server.exited.then((exit) => {
+      clearTimeout(timer);
+      resolve(exit);
+    });
+  });
+}
+
+/** Resolves once new connections to the port are refused (the server stopped listening). */
+export async function untilRefused(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', () => resolve(true));
+    });
+    if (refused) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`port ${port} still accepts connections after ${timeoutMs} ms`);
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** One real HTTP request to a server process; JSON in, parsed JSON out. */
+export async function api(
+  baseUrl: string,
+  method: string,
+  urlPath: string,
+  options: { key?: string; body?: unknown } = {},
+): Promise<ApiResponse> {
+  const headers: Record<string, string> = {};
+  if (options.key) headers['x-api-key'] = options.key;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(baseUrl + urlPath, {
+    method,
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Every item of a list endpoint, following its `Link: <…>; rel="next"` headers. */
+export async function listAll(baseUrl: string, urlPath: string, key: string): Promise<any[]> {
+  const items: any[] = [];
+  let next: string | null = urlPath;
+  while (next) {
+    const page = await api(baseUrl, 'GET', next, { key });
+    if (page.status !== 200) throw new Error(`GET ${next} answered ${page.status}: ${JSON.stringify(page.body)}`);
+    items.push(...page.body);
+    next = page.headers.get('link')?.match(/<([^>]+)>;\s*rel="next"/)?.[1] ?? null;
+  }
+  return items;
+}
+
+/** The keys a first start (or `init` without --json) prints. */
+export function printedKeys(stdout: string): { privateKey: string | undefined; publicKey: string | undefined } {
+  return { privateKey: stdout.match(/sk_live_[A-Za-z0-9]+/)?.[0], publicKey: stdout.match(/pk_live_[A-Za-z0-9]+/)?.[0] };
+}

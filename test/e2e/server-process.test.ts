@@ -1,0 +1,162 @@
+import { request as httpRequest } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  api,
+  exitWithin,
+  freshStore,
+  killAllProcesses,
+  printedKeys,
+  type ProcessStore,
+  startServer,
+  untilRefused,
+} from './process-helpers.js';
+
+/** Stores made by a test, dropped after it (once its processes are gone). */
+const stores: ProcessStore[] = [];
+async function newStore(): Promise<ProcessStore> {
+  const store = await freshStore();
+  stores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  await killAllProcesses();
+  await Promise.all(stores.splice(0).map((s) => s.dispose()));
+});
+
+/**
+ * A POST whose headers have reached the server and whose body is held back until `finish()`:
+ * a request that is provably in flight. `Expect: 100-continue` makes the server answer
+ * "100 Continue" only once it has parsed the headers and started handling the request.
+ */
+function requestHeldOpen(port: number, path: string, key: string, body: unknown) {
+  const payload = Buffer.from(JSON.stringify(body));
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: {
+      'x-api-key': key,
+      'content-type': 'application/json',
+      'content-length': payload.length,
+      expect: '100-continue',
+    },
+  });
+  const started = new Promise<void>((resolve) => req.once('continue', resolve));
+  const response = new Promise<{ status: number; body: any }>((resolve, reject) => {
+    req.once('error', reject);
+    req.once('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+    });
+  });
+  req.flushHeaders();
+  return { started, response, finish: () => req.end(payload) };
+}
+
+describe('the server process', () => {
+  it('prints a private and a public key on its first start, and none when started again on the same store', async () => {
+    const store = await newStore();
+    const first = await startServer(store);
+    const keys = printedKeys(first.stdout);
+    expect(keys.privateKey).toMatch(/^sk_live_[A-Za-z0-9]{32,}$/);
+    expect(keys.publicKey).toMatch(/^pk_live_[A-Za-z0-9]{32,}$/);
+    // Printed once: each key appears a single time.
+    expect(first.stdout.split(keys.privateKey!).length - 1).toBe(1);
+    expect(first.stdout.split(keys.publicKey!).length - 1).toBe(1);
+
+    first.signal('SIGTERM');
+    expect(await exitWithin(first, 10_000)).toEqual({ code: 0, signal: null });
+
+    const second = await startServer(store);
+    expect(second.stdout).toContain('Listening on');
+    expect(second.stdout).not.toMatch(/sk_live_|pk_live_/);
+    // The store kept its business: the keys of the first start still work.
+    const customers = await api(second.baseUrl, 'GET', '/api/v1/customers', { key: keys.privateKey! });
+    expect(customers.status).toBe(200);
+    expect(customers.body).toEqual([]);
+    const viaPublicKey = await api(second.baseUrl, 'GET', '/api/v1/customers', { key: keys.publicKey! });
+    expect(viaPublicKey.status).toBe(200);
+  }, 120_000);
+
+  it('serves the quick start over real HTTP: customer, earn, duplicate reference, summary', async () => {
+    const server = await startServer(await newStore());
+    const { privateKey: key } = printedKeys(server.stdout);
+    expect(key).toBeDefined();
+    const call = (method: string, path: string, body?: unknown) => api(server.baseUrl, method, path, { key: key!, body });
+
+    // 1. Create a customer.
+    const customer = await call('POST', '/api/v1/customers', { email: 'ada@example.com', first_name: 'Ada' });
+    expect(customer.status).toBe(201);
+    expect(customer.body).toMatchObject({ email: 'ada@example.com', points_balance: 0, tier: null });
+    const id: string = customer.body.id;
+
+    // 2. Award points for an order, with the order number as the reference.
+    const earn = { type: 'earn', amount: 120, description: 'Order #1001', reference: 'order-1001' };
+    const awarded = await call('POST', `/api/v1/customers/${id}/points/transaction`, earn);
+    expect(awarded.status).toBe(201);
+    expect(awarded.body).toMatchObject({ customer_id: id, type: 'earn', amount: 120, balance: 120, reference: 'order-1001' });
+    expect(awarded.body.id).toMatch(/^txn_/);
+
+    // 3. The same order again (a retried webhook, a double click): refused, with the original.
+    const again = await call('POST', `/api/v1/customers/${id}/points/transaction`, earn);
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('duplicate_transaction');
+    expect(again.body.request_id).toMatch(/^req_/);
+    expect(again.body.transaction).toEqual(awarded.body);
+
+    // 4. Spend some.
+    const spent = await call('POST', `/api/v1/customers/${id}/points/transaction`, {
+      type: 'deduct',
+      amount: 20,
+      description: 'Coffee',
+    });
+    expect(spent.status).toBe(201);
+    expect(spent.body.balance).toBe(100);
+
+    // 5. The summary counts the order once.
+    const summary = await call('GET', `/api/v1/customers/${id}/summary`);
+    expect(summary.status).toBe(200);
+    expect(summary.body.customer).toMatchObject({ id, email: 'ada@example.com', first_name: 'Ada' });
+    expect(summary.body.points).toEqual({ balance: 100, lifetime_earned: 120, lifetime_redeemed: 20 });
+    expect(summary.body.recent_activity.map((a: { type: string; amount: number }) => [a.type, a.amount])).toEqual([
+      ['deduct', 20],
+      ['earn', 120],
+    ]);
+  }, 120_000);
+
+  it('exits with code 0 on SIGTERM after finishing the request in flight, whose write survives a restart', async () => {
+    const store = await newStore();
+    const first = await startServer(store);
+    const { privateKey: key } = printedKeys(first.stdout);
+    const customer = await api(first.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'late@example.com' } });
+    expect(customer.status).toBe(201);
+    const id: string = customer.body.id;
+
+    const inFlight = requestHeldOpen(first.port, `/api/v1/customers/${id}/points/transaction`, key!, {
+      type: 'earn',
+      amount: 7,
+      reference: 'in-flight',
+    });
+    await inFlight.started;
+
+    first.signal('SIGTERM');
+    // The server has stopped accepting connections while the held request is still open.
+    await untilRefused(first.port);
+    inFlight.finish();
+
+    const answered = await inFlight.response;
+    expect(answered.status).toBe(201);
+    expect(answered.body).toMatchObject({ customer_id: id, amount: 7, balance: 7, reference: 'in-flight' });
+    expect(await exitWithin(first, 10_000)).toEqual({ code: 0, signal: null });
+
+    const second = await startServer(store);
+    const ledger = await api(second.baseUrl, 'GET', `/api/v1/customers/${id}/transactions`, { key: key! });
+    expect(ledger.body.map((t: { id: string }) => t.id)).toEqual([answered.body.id]);
+    const after = await api(second.baseUrl, 'GET', `/api/v1/customers/${id}`, { key: key! });
+    expect(after.body.points_balance).toBe(7);
+  }, 120_000);
+});
