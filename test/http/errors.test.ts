@@ -195,6 +195,22 @@ describe('requests, responses and the error model', () => {
       expectErrorBody(res, ['details']);
     });
 
+    it('refuses text holding the NUL character (which PostgreSQL cannot store) with 400 naming its path, changing nothing', async () => {
+      const before = await snapshot();
+      for (const [path, body] of [
+        ['metadata.note', { type: 'earn', amount: 5, metadata: { note: 'a\u0000b' } }],
+        ['description', { type: 'earn', amount: 5, description: '\u0000' }],
+        ['metadata.tags.1', { type: 'earn', amount: 5, metadata: { tags: ['ok', 'x\u0000'] } }],
+      ] as const) {
+        const res = await t.request('POST', txnPath, { key: biz.private_key, body });
+        expect(res.status).toBe(400);
+        expect(res.body.code).toBe('validation_error');
+        expect(detailPaths(res)).toEqual([path]);
+        expectErrorBody(res, ['details']);
+      }
+      expect(await snapshot()).toEqual(before);
+    });
+
     it('accepts metadata of exactly 8 KiB serialized and refuses one byte more', async () => {
       // {"a":"…"} serializes to the string's length + 8 bytes.
       const exact = { a: 'm'.repeat(8 * 1024 - 8) };
