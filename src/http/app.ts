@@ -4,7 +4,9 @@ import { secureHeaders } from 'hono/secure-headers';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Services } from '../services.js';
+import { registerDocs } from './docs-routes.js';
 import { errorResponse, toApiError } from './error-response.js';
+import { registerOps } from './ops-routes.js';
 import { authenticate } from './middleware/auth.js';
 import { preflight, publicKeyCors } from './middleware/cors.js';
 import { jsonBody } from './middleware/json-body.js';
@@ -36,6 +38,9 @@ export function createApp(services: Services) {
     await next();
   });
   app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
+  const ops = registerOps(app, services);
+  app.use('*', ops.measure);
+  registerDocs(app);
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
   app.use('/api/v1/*', authenticate);
@@ -59,8 +64,6 @@ export function createApp(services: Services) {
   app.route('/api/v1', redemptionRoutes);
   app.route('/api/v1', eventRoutes);
   app.route('/api/v1', webhookRoutes);
-
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.notFound(notFoundHandler(() => app.routes));
   app.onError((error, c) => {

@@ -27,6 +27,7 @@ export class ProjectionRunner {
   private loaded = false;
   private dirty = false;
   private wakeSleeper: (() => void) | null = null;
+  private readonly appliedListeners: Array<(count: number) => void> = [];
   private readonly batchSize: number;
   private readonly pollMs: number;
 
@@ -59,6 +60,11 @@ export class ProjectionRunner {
     this.wake();
     await this.running;
     this.running = null;
+  }
+
+  /** Called after each batch this process applies, with its size (metrics). */
+  onApplied(listener: (count: number) => void): void {
+    this.appliedListeners.push(listener);
   }
 
   /** Asks the loop to look for new events now. */
@@ -172,6 +178,7 @@ export class ProjectionRunner {
     if (outcome === 'busy') return 'busy'; // its progress shows up on a later poll
     if (outcome === 'applied') {
       this.moveTo(next);
+      for (const listener of this.appliedListeners) listener(events.length);
       return events.length;
     }
     this.moveTo(outcome); // another process moved the checkpoint (or a rebuild reset it)

@@ -1,0 +1,91 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { createMiddleware } from 'hono/factory';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Services } from '../services.js';
+import type { AppEnv } from './env.js';
+
+/** Lag (events) past which /readyz answers 503: the read models are too far behind to serve. */
+const READY_MAX_LAG = 10_000;
+
+async function projectionLag(services: Services) {
+  const head = await services.db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('global_position').as('head'))
+    .executeTakeFirst();
+  const headPosition = Number(head?.head ?? 0);
+  const rows = await services.db.selectFrom('projection_checkpoints').select(['name', 'global_position']).execute();
+  return services.projections.runners.map((runner) => {
+    const position = rows.find((r) => r.name === runner.name)?.global_position ?? 0;
+    return { name: runner.name, position, lag: Math.max(0, headPosition - position) };
+  });
+}
+
+/**
+ * `/healthz` (the process is up), `/readyz` (the store answers and the read models are close to the
+ * log) and `/metrics` (Prometheus text: request latency by route and status, projection lag,
+ * webhook queue depth). None needs a key: they carry no business data.
+ */
+export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
+  const registry = new Registry();
+  const requestDuration = new Histogram({
+    name: 'loyalty_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const eventsProjected = new Counter({
+    name: 'loyalty_projection_events_total',
+    help: 'Events applied by each projector in this process',
+    labelNames: ['projection'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'loyalty_projection_lag_events',
+    help: 'Events in the log not yet applied by each projector',
+    labelNames: ['projection'],
+    registers: [registry],
+    async collect() {
+      for (const p of await projectionLag(services)) this.set({ projection: p.name }, p.lag);
+    },
+  });
+  new Gauge({
+    name: 'loyalty_webhook_queue_depth',
+    help: 'Webhook messages waiting for delivery',
+    registers: [registry],
+    async collect() {
+      const row = await services.db
+        .selectFrom('webhook_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
+      this.set(Number(row?.n ?? 0));
+    },
+  });
+  for (const runner of services.projections.runners) {
+    runner.onApplied((count) => eventsProjected.inc({ projection: runner.name }, count));
+  }
+
+  const measure = createMiddleware<AppEnv>(async (c, next) => {
+    const started = performance.now();
+    await next();
+    const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
+    requestDuration.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
+  });
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    try {
+      const projections = await projectionLag(services);
+      const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
+      return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections }, ready ? 200 : 503);
+    } catch {
+      return c.json({ status: 'unavailable', store: services.database.kind }, 503);
+    }
+  });
+  app.get('/metrics', async (c) => {
+    c.header('Content-Type', registry.contentType);
+    return c.body(await registry.metrics());
+  });
+  return { measure };
+}
