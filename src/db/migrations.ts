@@ -264,6 +264,12 @@ const migrations: Record<string, Migration> = {
       await sql`create index webhook_attempts_webhook on webhook_attempts (webhook_id, id)`.execute(db);
     },
   },
+  '0005_hash_chain': {
+    async up(db) {
+      // The hash of each stream's last event, so an append chains its events without reading them.
+      await sql`alter table streams add column last_hash text not null default ${sql.lit('0'.repeat(64))}`.execute(db);
+    },
+  },
 };
 
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {

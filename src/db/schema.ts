@@ -19,6 +19,7 @@ export interface EventsTable {
 export interface StreamsTable {
   stream_id: string;
   version: number;
+  last_hash: Generated<string>;
 }
 
 export interface ProjectionCheckpointsTable {

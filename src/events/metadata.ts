@@ -12,6 +12,9 @@ export const EventMetadataSchema = z.object({
   correlation_id: z.string().nullable(),
   causation_id: z.string().nullable(),
   idempotency_key: z.string().nullable(),
+  /** Set by the event store: the hash of the stream's previous event, and this event's (see store/hash-chain.ts). */
+  prev_hash: z.string().optional(),
+  hash: z.string().optional(),
 });
 
 export type EventMetadata = z.infer<typeof EventMetadataSchema>;

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
+import { eventHash } from './hash-chain.js';
 import {
   type AppendResult,
   type AppendWrite,
@@ -42,19 +43,28 @@ export class PostgresEventStore implements EventStore {
         const rows: Array<Record<string, unknown>> = [];
         for (const write of sorted) {
           if (write.events.length === 0) continue;
-          const first = await this.claimRevisions(trx, write);
+          const { first, lastHash } = await this.claimRevisions(trx, write);
           revisions[write.stream] = first + write.events.length - 1;
-          write.events.forEach((event, i) =>
-            rows.push({
+          let prevHash = lastHash;
+          write.events.forEach((event, i) => {
+            const fields = {
               stream_id: write.stream,
               stream_position: first + i,
               event_id: event.id ?? randomUUID(),
               type: event.type,
+              data: event.data,
+              metadata: event.metadata as unknown as Record<string, unknown>,
+            };
+            const hash = eventHash(prevHash, fields);
+            rows.push({
+              ...fields,
               data: JSON.stringify(event.data),
-              metadata: JSON.stringify(event.metadata),
+              metadata: JSON.stringify({ ...event.metadata, prev_hash: prevHash, hash }),
               recorded_at: event.metadata.recorded_at,
-            }),
-          );
+            });
+            prevHash = hash;
+          });
+          await trx.updateTable('streams').set({ last_hash: prevHash }).where('stream_id', '=', write.stream).execute();
         }
         await sql`select pg_advisory_xact_lock(${APPEND_LOCK_KEY.toString()}::bigint)`.execute(trx);
         const inserted = await trx
@@ -70,8 +80,8 @@ export class PostgresEventStore implements EventStore {
     return result;
   }
 
-  /** Moves the stream's version past the new events; returns the revision of the first one. */
-  private async claimRevisions(trx: Transaction<Database>, write: AppendWrite): Promise<number> {
+  /** Moves the stream's version past the new events; returns the revision of the first one and the hash before it. */
+  private async claimRevisions(trx: Transaction<Database>, write: AppendWrite): Promise<{ first: number; lastHash: string }> {
     const n = write.events.length;
     const { stream, expected } = write;
     if (expected === 'no_stream') {
@@ -79,29 +89,29 @@ export class PostgresEventStore implements EventStore {
         .insertInto('streams')
         .values({ stream_id: stream, version: n - 1 })
         .onConflict((oc) => oc.column('stream_id').doNothing())
-        .returning('version')
+        .returning('last_hash')
         .executeTakeFirst();
       if (!row) throw new WrongExpectedVersion(stream, expected, await this.currentVersion(trx, stream));
-      return 0;
+      return { first: 0, lastHash: row.last_hash };
     }
     if (expected === 'any') {
       const row = await trx
         .insertInto('streams')
         .values({ stream_id: stream, version: n - 1 })
         .onConflict((oc) => oc.column('stream_id').doUpdateSet({ version: sql`streams.version + ${n}` }))
-        .returning('version')
+        .returning(['version', 'last_hash'])
         .executeTakeFirstOrThrow();
-      return row.version - n + 1;
+      return { first: row.version - n + 1, lastHash: row.last_hash };
     }
     const row = await trx
       .updateTable('streams')
       .set({ version: expected + n })
       .where('stream_id', '=', stream)
       .where('version', '=', expected)
-      .returning('version')
+      .returning('last_hash')
       .executeTakeFirst();
     if (!row) throw new WrongExpectedVersion(stream, expected, await this.currentVersion(trx, stream));
-    return expected + 1;
+    return { first: expected + 1, lastHash: row.last_hash };
   }
 
   private async currentVersion(trx: Transaction<Database>, stream: string): Promise<number | 'no_stream'> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { eventHash, GENESIS_HASH } from '../../src/store/hash-chain.js';
 import type { EventMetadata } from '../../src/events/metadata.js';
 import {
   type AppendResult,
@@ -246,13 +247,40 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
           expect(e.eventId).toBe(written[i]!.id);
           expect(e.type).toBe(written[i]!.type);
           expect(e.data).toStrictEqual(written[i]!.data);
-          expect(e.metadata).toStrictEqual(written[i]!.metadata);
+          const { prev_hash, hash, ...rest } = e.metadata;
+          expect(rest).toStrictEqual(written[i]!.metadata);
+          expect(prev_hash).toMatch(/^[0-9a-f]{64}$/);
+          expect(hash).toMatch(/^[0-9a-f]{64}$/);
           expect(e.recordedAt).toBeInstanceOf(Date);
           expect(e.recordedAt.toISOString()).toBe(written[i]!.metadata.recorded_at);
         }
         // readAll returns the same event as readStream.
         const fromAll = (await readAllUntil(store, START, 50, [written[0]!.id, written[1]!.id])).filter((e) => e.streamId === s);
         expect(fromAll).toStrictEqual(read);
+      });
+
+      it('chains every event of a stream to the one before it by hash, across appends, so an edit anywhere shows', async () => {
+        const s1 = stream('chained');
+        const s2 = stream('chained-other');
+        await store.append([{ stream: s1, expected: 'no_stream', events: [typed('C0'), typed('C1')] }]);
+        await store.append([
+          { stream: s1, expected: 1, events: [typed('C2')] },
+          { stream: s2, expected: 'no_stream', events: [typed('D0')] },
+        ]);
+        await store.append([{ stream: s1, expected: 'any', events: [typed('C3')] }]);
+        for (const name of [s1, s2]) {
+          const events = await store.readStream(name);
+          let prev = GENESIS_HASH;
+          for (const e of events) {
+            expect(e.metadata.prev_hash).toBe(prev);
+            const fields = { stream_id: e.streamId, stream_position: e.streamPosition, event_id: e.eventId, type: e.type, data: e.data, metadata: e.metadata as unknown as Record<string, unknown> };
+            expect(e.metadata.hash).toBe(eventHash(prev, fields));
+            // Any change to what was recorded gives another hash.
+            expect(eventHash(prev, { ...fields, data: { ...(e.data as object), tampered: true } })).not.toBe(e.metadata.hash);
+            prev = e.metadata.hash!;
+          }
+        }
+        expect((await store.readStream(s1)).map((e) => e.type)).toEqual(['C0', 'C1', 'C2', 'C3']);
       });
     });
 
@@ -519,6 +547,10 @@ function meta(): EventMetadata {
     causation_id: null,
     idempotency_key: null,
   };
+}
+
+function typed(type: string): NewEvent {
+  return { id: randomUUID(), type, data: { type }, metadata: meta() };
 }
 
 function event(n: number): NewEvent {
