@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/schema.js';
+import { ApiError } from '../errors.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import type { webhookSecrets } from './secrets.js';
 import { assertDeliverableUrl } from './url-guard.js';
@@ -145,7 +146,7 @@ export class WebhookDispatcher {
       statusCode = response.status;
       excerpt = (await response.text().catch(() => '')).slice(0, EXCERPT_CHARS);
     } catch (caught) {
-      error = caught instanceof Error ? (caught.name === 'TimeoutError' ? 'timed out' : caught.message) : String(caught);
+      error = describeFailure(caught);
     }
     const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const attempts = message.attempts + 1;
@@ -179,4 +180,18 @@ export class WebhookDispatcher {
     });
     if (statusCode === 410) await this.options.onGone(message.webhook_id);
   }
+}
+
+/** What an attempt's `error` says: the guard's reason for a refused URL, "timed out", or the network error. */
+function describeFailure(caught: unknown): string {
+  if (caught instanceof ApiError) {
+    const details = caught.extras.details as Array<{ message: string }> | undefined;
+    return `url refused: ${details?.map((d) => d.message).join('; ') ?? caught.message}`;
+  }
+  if (caught instanceof Error) {
+    if (caught.name === 'TimeoutError') return 'timed out';
+    const cause = (caught as { cause?: { code?: string; message?: string } }).cause;
+    return cause?.code ? `${caught.message}: ${cause.code}` : caught.message;
+  }
+  return String(caught);
 }

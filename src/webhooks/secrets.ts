@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -23,6 +23,8 @@ export function webhookSecrets(db: Kysely<Database>) {
       const previousExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
       const secret = newWebhookSecret();
       await db.transaction().execute(async (trx) => {
+        // Two rotations at once must not both leave their secret unexpired.
+        await sql`select pg_advisory_xact_lock(hashtext(${`webhook-secrets:${webhookId}`}))`.execute(trx);
         await trx
           .updateTable('webhook_secrets')
           .set({ expires_at: previousExpiresAt })

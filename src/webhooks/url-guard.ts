@@ -2,6 +2,8 @@ import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 import { errors } from '../errors.js';
 
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
+
 /**
  * True when the address is one a webhook must not be sent to: anything but public unicast
  * (loopback, private, link-local — where cloud metadata lives —, unique-local, reserved, …).
@@ -10,6 +12,8 @@ import { errors } from '../errors.js';
 export function isForbiddenAddress(address: string): boolean {
   let parsed = ipaddr.parse(address);
   if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  // Public IPv6 is global unicast (2000::/3); ipaddr.js calls older forms such as ::7f00:1 unicast too.
+  if (parsed.kind() === 'ipv6' && !(parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) return true;
   return parsed.range() !== 'unicast';
 }
 
