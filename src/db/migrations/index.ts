@@ -1,0 +1,19 @@
+import type { Migration } from 'kysely';
+import { migration as m0001 } from './0001-event-store.js';
+import { migration as m0002 } from './0002-core-read-models.js';
+import { migration as m0003 } from './0003-program-read-models.js';
+import { migration as m0004 } from './0004-webhooks.js';
+import { migration as m0005 } from './0005-hash-chain.js';
+
+/**
+ * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
+ * source of truth; every other table is a read model that can be rebuilt from the log.
+ * A new migration is a new file here and one line below.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_event_store': m0001,
+  '0002_core_read_models': m0002,
+  '0003_program_read_models': m0003,
+  '0004_webhooks': m0004,
+  '0005_hash_chain': m0005,
+};
