@@ -106,7 +106,8 @@ describe('postgres event store: readAll under concurrent transactions', () => {
         await waitForLockWaiters(handle.db, 1);
         // Meanwhile a later transaction appends to `shared`: it commits first, unless the store makes
         // it wait for the slow append (either is fine, as long as readAll keeps the stream's order).
-        const fast = store.append([{ stream: shared, expected: 'any', events: [fastEvent] }]);
+        // From another store instance (another process): appends of one instance queue behind its own batch in flight.
+        const fast = new PostgresEventStore(handle.db).append([{ stream: shared, expected: 'any', events: [fastEvent] }]);
         const cancel = { cancelled: false };
         await Promise.race([fast, waitForLockWaiters(handle.db, 2, cancel)]).finally(() => (cancel.cancelled = true));
         await client.query('commit');
