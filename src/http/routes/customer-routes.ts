@@ -31,6 +31,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers',
+      operationId: 'listCustomers',
       tags,
       summary: 'List customers',
       middleware: guard(['customers:read']),
@@ -50,6 +51,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/customers',
+      operationId: 'createCustomer',
       tags,
       summary: 'Create a customer',
       middleware: guard(['customers:write']),
@@ -73,6 +75,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers/{customer_id}',
+      operationId: 'getCustomer',
       tags,
       summary: 'Get a customer',
       middleware: guard(['customers:read']),
@@ -85,6 +88,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'patch',
       path: '/customers/{customer_id}',
+      operationId: 'updateCustomer',
       tags,
       summary: 'Update a customer',
       middleware: guard(['customers:write']),
@@ -101,6 +105,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers/{customer_id}/summary',
+      operationId: 'getCustomerSummary',
       tags,
       summary: "A customer's points, tier and recent activity",
       middleware: guard(['customers:read', 'points:read']),
@@ -151,6 +156,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers/{customer_id}/transactions',
+      operationId: 'listTransactions',
       tags,
       summary: "A customer's points ledger",
       middleware: guard(['points:read']),
@@ -174,6 +180,7 @@ export const customerRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers/{customer_id}/stream',
+      operationId: 'getCustomerStream',
       tags,
       summary: "A customer's raw event stream (auditors; private key)",
       middleware: guard(['points:read'], { privateOnly: true }),

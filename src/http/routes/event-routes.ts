@@ -15,6 +15,7 @@ export const eventRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/events',
+      operationId: 'recordEvent',
       tags,
       summary: 'Record an event; the event type’s rules decide its points',
       description:
@@ -44,6 +45,7 @@ export const eventRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/events',
+      operationId: 'listEvents',
       tags,
       summary: 'List recorded events',
       middleware: guard(['points:read']),

@@ -23,6 +23,7 @@ export const eventTypeRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/event-types',
+      operationId: 'createEventType',
       tags,
       summary: 'Create an event type with its points rules',
       middleware: guard(['rewards:write']),
@@ -45,6 +46,7 @@ export const eventTypeRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/event-types',
+      operationId: 'listEventTypes',
       tags,
       summary: 'List event types',
       middleware: guard(['rewards:read']),
@@ -61,6 +63,7 @@ export const eventTypeRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/event-types/{name}',
+      operationId: 'getEventType',
       tags,
       summary: 'Get an event type',
       middleware: guard(['rewards:read']),
@@ -73,6 +76,7 @@ export const eventTypeRoutes = createRouter()
     createRoute({
       method: 'patch',
       path: '/event-types/{name}',
+      operationId: 'updateEventType',
       tags,
       summary: 'Update an event type (its rules apply to events recorded afterwards)',
       middleware: guard(['rewards:write']),

@@ -16,6 +16,7 @@ export const keyRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/keys',
+      operationId: 'createKey',
       tags,
       summary: 'Create an API key (the full key is shown once)',
       middleware: guard(['keys:write']),
@@ -39,6 +40,7 @@ export const keyRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/keys',
+      operationId: 'listKeys',
       tags,
       summary: 'List API keys (never the keys themselves)',
       middleware: guard(['keys:write']),
@@ -55,6 +57,7 @@ export const keyRoutes = createRouter()
     createRoute({
       method: 'delete',
       path: '/keys/{key_id}',
+      operationId: 'revokeKey',
       tags,
       summary: 'Revoke an API key (effective on the next request)',
       middleware: guard(['keys:write']),

@@ -12,6 +12,7 @@ export const pointsRoutes = createRouter().openapi(
   createRoute({
     method: 'post',
     path: '/customers/{customer_id}/points/transaction',
+    operationId: 'createPointsTransaction',
     tags: ['Points'],
     summary: 'Earn, deduct or adjust points',
     description:

@@ -25,6 +25,7 @@ export const redemptionRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/customers/{customer_id}/redemptions',
+      operationId: 'createRedemption',
       tags,
       summary: 'Redeem a reward',
       description:
@@ -52,6 +53,7 @@ export const redemptionRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/customers/{customer_id}/redemptions/{redemption_id}/cancel',
+      operationId: 'cancelRedemption',
       tags,
       summary: 'Cancel a redemption: the points and the stock unit go back',
       middleware: guard(['points:write']),
@@ -68,6 +70,7 @@ export const redemptionRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/customers/{customer_id}/redemptions',
+      operationId: 'listRedemptions',
       tags,
       summary: "A customer's redemptions",
       middleware: guard(['points:read']),

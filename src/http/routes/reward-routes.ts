@@ -23,6 +23,7 @@ export const rewardRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/rewards',
+      operationId: 'createReward',
       tags,
       summary: 'Create a reward',
       middleware: guard(['rewards:write']),
@@ -46,6 +47,7 @@ export const rewardRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/rewards',
+      operationId: 'listRewards',
       tags,
       summary: 'List rewards',
       middleware: guard(['rewards:read']),
@@ -62,6 +64,7 @@ export const rewardRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/rewards/{reward_id}',
+      operationId: 'getReward',
       tags,
       summary: 'Get a reward',
       middleware: guard(['rewards:read']),
@@ -74,6 +77,7 @@ export const rewardRoutes = createRouter()
     createRoute({
       method: 'patch',
       path: '/rewards/{reward_id}',
+      operationId: 'updateReward',
       tags,
       summary: 'Update a reward (also `active`, and the stock left)',
       middleware: guard(['rewards:write']),

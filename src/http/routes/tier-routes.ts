@@ -23,6 +23,7 @@ export const tierRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/tiers',
+      operationId: 'createTier',
       tags,
       summary: 'Create a tier',
       description: 'Names and thresholds are unique per business (409 `conflict`).',
@@ -46,6 +47,7 @@ export const tierRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/tiers',
+      operationId: 'listTiers',
       tags,
       summary: 'List tiers, lowest threshold first',
       middleware: guard(['rewards:read']),
@@ -69,6 +71,7 @@ export const tierRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/tiers/{tier_id}',
+      operationId: 'getTier',
       tags,
       summary: 'Get a tier',
       middleware: guard(['rewards:read']),
@@ -81,6 +84,7 @@ export const tierRoutes = createRouter()
     createRoute({
       method: 'patch',
       path: '/tiers/{tier_id}',
+      operationId: 'updateTier',
       tags,
       summary: 'Update a tier',
       description: 'Customers keep the tier they hold; a changed threshold applies from their next earn.',

@@ -64,6 +64,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/webhooks',
+      operationId: 'createWebhook',
       tags,
       summary: 'Create a webhook endpoint (the signing secret is shown once)',
       description:
@@ -87,6 +88,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/webhooks',
+      operationId: 'listWebhooks',
       tags,
       summary: 'List webhook endpoints',
       middleware,
@@ -103,6 +105,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/webhooks/{webhook_id}',
+      operationId: 'getWebhook',
       tags,
       summary: 'Get a webhook endpoint',
       middleware,
@@ -115,6 +118,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'patch',
       path: '/webhooks/{webhook_id}',
+      operationId: 'updateWebhook',
       tags,
       summary: 'Update a webhook endpoint (url, events, description, active)',
       middleware,
@@ -131,6 +135,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'delete',
       path: '/webhooks/{webhook_id}',
+      operationId: 'deleteWebhook',
       tags,
       summary: 'Delete a webhook endpoint (no further deliveries)',
       middleware,
@@ -150,6 +155,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/webhooks/{webhook_id}/rotate-secret',
+      operationId: 'rotateWebhookSecret',
       tags,
       summary: 'Rotate the signing secret (the old one keeps signing alongside for 24 hours)',
       middleware,
@@ -166,6 +172,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'get',
       path: '/webhooks/{webhook_id}/deliveries',
+      operationId: 'listWebhookDeliveries',
       tags,
       summary: 'Every delivery attempt to this endpoint',
       middleware,
@@ -184,6 +191,7 @@ export const webhookRoutes = createRouter()
     createRoute({
       method: 'post',
       path: '/webhooks/{webhook_id}/test',
+      operationId: 'sendTestWebhook',
       tags,
       summary: 'Queue a webhook.test message to this endpoint',
       middleware,

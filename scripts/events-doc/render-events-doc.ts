@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { EVENT_VERSION, EventCatalogue, type EventType } from '../../src/events/catalogue.js';
+import { EventDescriptions, MetadataDescriptions } from '../../src/events/event-descriptions.js';
+import { EventMetadataSchema } from '../../src/events/metadata.js';
+
+type JsonSchema = {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  format?: string;
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  maxItems?: number;
+  maxLength?: number;
+  additionalProperties?: JsonSchema | boolean;
+  description?: string;
+};
+
+interface FieldRow {
+  path: string;
+  type: string;
+  required: boolean;
+  description: string;
+}
+
+const jsonSchemaOf = (schema: z.ZodType) => z.toJSONSchema(schema, { unrepresentable: 'any' }) as JsonSchema;
+
+/** The alternatives of a union, without `null` (which becomes "\| null" on the type). */
+function variants(schema: JsonSchema): { options: JsonSchema[]; nullable: boolean } {
+  const union = schema.anyOf ?? schema.oneOf;
+  if (union) {
+    const options = union.filter((s) => s.type !== 'null');
+    return { options, nullable: options.length < union.length };
+  }
+  if (Array.isArray(schema.type)) {
+    const types = schema.type.filter((t) => t !== 'null');
+    return { options: types.map((type) => ({ ...schema, type })), nullable: types.length < schema.type.length };
+  }
+  return { options: [schema], nullable: false };
+}
+
+function typeName(schema: JsonSchema): string {
+  const { options, nullable } = variants(schema);
+  const names = options.map(singleTypeName);
+  return [...new Set(names)].join(' \\| ') + (nullable ? ' \\| null' : '');
+}
+
+function singleTypeName(schema: JsonSchema): string {
+  if (schema.const !== undefined) return `\`${JSON.stringify(schema.const)}\``;
+  if (schema.enum) return schema.enum.map((v) => `\`${JSON.stringify(v)}\``).join(' \\| ');
+  if (schema.anyOf || schema.oneOf) return typeName(schema);
+  const bounds: string[] = [];
+  // zod states the safe-integer range of every int: only narrower bounds say something.
+  const said = (bound: number | undefined) => bound !== undefined && Math.abs(bound) !== Number.MAX_SAFE_INTEGER;
+  if (said(schema.minimum)) bounds.push(`≥ ${schema.minimum}`);
+  if (said(schema.exclusiveMinimum)) bounds.push(`> ${schema.exclusiveMinimum}`);
+  if (said(schema.maximum)) bounds.push(`≤ ${schema.maximum}`);
+  if (schema.maxItems !== undefined) bounds.push(`at most ${schema.maxItems} items`);
+  // A format (uuid, date-time) says what its generated pattern says, readably.
+  if (schema.format) bounds.push(schema.format);
+  else if (schema.pattern) bounds.push(`matching \`${schema.pattern.replace(/\|/g, '\\|')}\``);
+  const suffix = bounds.length ? ` (${bounds.join(', ')})` : '';
+  switch (schema.type) {
+    case 'array':
+      return `${schema.items ? wrap(typeName(schema.items)) : 'any'}[]${suffix}`;
+    case 'object':
+      return schema.properties ? `object${suffix}` : `object (any keys)${suffix}`;
+    case undefined:
+      return 'any';
+    default:
+      return `${schema.type}${suffix}`;
+  }
+}
+
+const wrap = (type: string) => (type.includes(' ') ? `(${type})` : type);
+
+/** Every field of an object schema, nested objects (and arrays of them) flattened to dotted paths. */
+function fieldRows(schema: JsonSchema, descriptions: Record<string, string | undefined>, prefix = ''): FieldRow[] {
+  const rows: FieldRow[] = [];
+  for (const [name, field] of Object.entries(schema.properties ?? {})) {
+    const path = `${prefix}${name}`;
+    rows.push({
+      path,
+      type: typeName(field),
+      required: schema.required?.includes(name) ?? false,
+      description: descriptions[path] ?? field.description ?? '',
+    });
+    for (const option of variants(field).options) {
+      if (option.type === 'object' && option.properties) rows.push(...fieldRows(option, descriptions, `${path}.`));
+      const item = option.type === 'array' && option.items ? variants(option.items).options[0] : undefined;
+      if (item?.type === 'object' && item.properties) rows.push(...fieldRows(item, descriptions, `${path}[].`));
+    }
+  }
+  return rows;
+}
+
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function fieldTable(rows: FieldRow[]): string {
+  if (rows.length === 0) return '_No fields._';
+  const lines = ['| Field | Type | Required | Meaning |', '|---|---|---|---|'];
+  for (const row of rows) {
+    lines.push(`| \`${row.path}\` | ${row.type} | ${row.required ? 'yes' : 'no'} | ${cell(row.description)} |`);
+  }
+  return lines.join('\n');
+}
+
+/** docs/events.md, from the zod schemas of the catalogue and their descriptions. */
+export function renderEventsDoc(): string {
+  const types = Object.keys(EventCatalogue) as EventType[];
+  const out: string[] = [];
+  out.push(`<!-- Generated by \`npm run docs:events\` from src/events/ (the zod schemas of the catalogue and event-descriptions.ts). Do not edit: a test fails when this file is stale. -->
+
+# Event catalogue
+
+Every change in the service is an event appended to a stream of the event store (\`events\` table).
+An event has a \`type\` (below), a \`stream_id\` and its \`stream_position\` in it, a global
+\`global_position\`, its \`data\` (the fields listed per event) and its \`metadata\` (the same for
+every event). \`GET /api/v1/customers/{id}/stream\` shows a customer's stream; the read models
+(docs/read-models.md) are projections of these events and can be rebuilt from them.
+
+Stored events are never rewritten. Every event type is at version ${EVENT_VERSION}; a later version of a
+type would get an upcaster in src/events/catalogue.ts.
+
+## Metadata (every event)
+`);
+  out.push(fieldTable(fieldRows(jsonSchemaOf(EventMetadataSchema), MetadataDescriptions)));
+  out.push('\n## Events\n\n| Event | Stream | Meaning |\n|---|---|---|');
+  for (const type of types) {
+    const { stream, description } = EventDescriptions[type];
+    out.push(`| [${type}](#${type.toLowerCase()}) | \`${stream}\` | ${cell(description)} |`);
+  }
+  for (const type of types) {
+    const { stream, description, fields } = EventDescriptions[type];
+    out.push(`\n### ${type}\n\n${description}\n\n- Stream: \`${stream}\`\n- Version: ${EVENT_VERSION}\n`);
+    out.push(fieldTable(fieldRows(jsonSchemaOf(EventCatalogue[type]), fields ?? {})));
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}

@@ -1,0 +1,24 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createConfig, formatProblems, getTotals, lint } from '@redocly/openapi-core';
+import { openApiDocument } from './openapi-document.js';
+
+/**
+ * `npm run lint:openapi`: writes the served OpenAPI document to dist/openapi.json and lints it
+ * with Redocly's `recommended` rules (but `info-license`) (offline: the document has no external references).
+ * Exit 1 on any error or warning.
+ */
+const file = path.resolve('dist/openapi.json');
+mkdirSync(path.dirname(file), { recursive: true });
+writeFileSync(file, `${JSON.stringify(await openApiDocument(), null, 2)}\n`);
+
+// A private service: the document states no licence, so that one rule is off.
+const config = await createConfig({ extends: ['recommended'], rules: { 'info-license': 'off' } });
+const problems = await lint({ ref: file, config });
+const totals = getTotals(problems);
+formatProblems(problems, { totals, format: 'stylish', color: process.stdout.isTTY });
+if (totals.errors + totals.warnings > 0) {
+  console.error(`${file}: ${totals.errors} errors, ${totals.warnings} warnings`);
+  process.exit(1);
+}
+console.log(`${file}: OpenAPI document is valid (redocly recommended rules, no problems)`);

@@ -1,0 +1,202 @@
+import type { EventData, EventType } from './catalogue.js';
+import type { EventMetadata } from './metadata.js';
+
+export interface EventDescription<T extends EventType> {
+  /** The stream the event is written to, as a pattern (see src/commands/streams.ts). */
+  stream: string;
+  /** What happened, for readers of the log. */
+  description: string;
+  /** Fields whose meaning the name and type do not say; nested fields by dotted path. */
+  fields?: { [K in keyof EventData<T>]?: string } & Record<string, string>;
+}
+
+/**
+ * What each event in the catalogue means: the source of docs/events.md (`npm run docs:events`).
+ * Typed over the catalogue, so a new event type does not compile until it is described here.
+ */
+export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
+  BusinessCreated: {
+    stream: 'business-{business_id}',
+    description: 'A business (tenant) was set up, with its plan.',
+  },
+  BusinessCustomerCounted: {
+    stream: 'business-{business_id}',
+    description:
+      'A new customer was counted against a limited plan (`free`: at most 1,000). Written only for businesses on such a plan, atomically with the customer\'s registration.',
+    fields: { customer_count: 'Customers of the business after this one.' },
+  },
+  ApiKeyCreated: {
+    stream: 'apikey-{key_id}',
+    description: 'An API key was issued. The key itself is never stored: only its SHA-256 and a hint.',
+    fields: {
+      permissions: 'Permissions such as `customers:read`, `points:write`.',
+      key_hash: 'Hex SHA-256 of the key; requests are authenticated by looking this up.',
+      key_hint: 'The key\'s prefix and last 4 characters (`sk_live_…abcd`), to recognise it in lists.',
+    },
+  },
+  ApiKeyRevoked: {
+    stream: 'apikey-{key_id}',
+    description: 'An API key was revoked; requests with it fail from the next one on.',
+  },
+  ReservationClaimed: {
+    stream: 'unique-{kind}-{scope}-{hash of value}',
+    description:
+      'A value that must be unique was claimed: a customer e-mail or external reference (unique per business), or a points reference (unique per customer). Appended atomically with the event that uses the value.',
+    fields: {
+      owner_id: 'The customer that holds the value.',
+      record: 'For references: the record created under it (`transaction`, `event`, `redemption`) and its id; null otherwise.',
+    },
+  },
+  ReservationReleased: {
+    stream: 'unique-{kind}-{scope}-{hash of value}',
+    description: 'A unique value was freed (a customer changed or cleared its e-mail or external reference).',
+  },
+  CustomerRegistered: {
+    stream: 'customer-{customer_id}',
+    description: 'A customer was created, with its profile. Balance and lifetime totals start at 0, with no tier.',
+  },
+  CustomerUpdated: {
+    stream: 'customer-{customer_id}',
+    description: 'Profile fields changed; carries only the changed fields, each with its new value (null clears it).',
+  },
+  PointsEarned: {
+    stream: 'customer-{customer_id}',
+    description: 'Points were awarded (`earn` transaction). Raises the balance and lifetime_earned.',
+    fields: {
+      transaction_id: 'The ledger line (`txn_…`).',
+      amount: 'Points credited, after the multiplier.',
+      balance: 'The balance right after this event.',
+      base_amount: 'Points requested, before the multiplier.',
+      multiplier: 'The multiplier of the tier held before this event (1 when none applied).',
+    },
+  },
+  PointsDeducted: {
+    stream: 'customer-{customer_id}',
+    description: 'Points were taken away (`deduct` transaction). Lowers the balance; never below 0.',
+    fields: {
+      transaction_id: 'The ledger line (`txn_…`).',
+      amount: 'Points deducted (positive).',
+      balance: 'The balance right after this event.',
+    },
+  },
+  PointsAdjusted: {
+    stream: 'customer-{customer_id}',
+    description: 'A manual correction (`adjust` transaction), positive or negative. A positive one raises lifetime_earned.',
+    fields: {
+      transaction_id: 'The ledger line (`txn_…`).',
+      amount: 'Signed change of the balance.',
+      balance: 'The balance right after this event.',
+    },
+  },
+  TierUpgraded: {
+    stream: 'customer-{customer_id}',
+    description:
+      'The customer reached a higher tier. Written right after the event that raised lifetime_earned past the threshold; several thresholds passed at once make one upgrade to the highest. Tiers never demote.',
+    fields: {
+      previous_tier: 'The tier held before, as it was defined then; null on the first evaluation.',
+      new_tier: 'The tier reached, as it was defined then.',
+      lifetime_earned: 'lifetime_earned when the tier was reached.',
+    },
+  },
+  EventRecorded: {
+    stream: 'customer-{customer_id}',
+    description:
+      "An occurrence of a business's event type (`POST /events`), and the points its rules gave. Recorded even when worth 0 points (then it makes no ledger line).",
+    fields: {
+      event_id: 'The recorded event (`evt_…`), also the ledger line when points were awarded.',
+      properties: 'The properties sent with the event, which the rules read.',
+      base_points: 'Points from default_points and the applying rules, before the multiplier.',
+      multiplier: 'The multiplier of the tier held before this event.',
+      points_awarded: 'floor(base_points × multiplier).',
+      balance: 'The balance right after this event.',
+    },
+  },
+  RewardRedeemed: {
+    stream: 'customer-{customer_id}',
+    description:
+      "A customer spent points on a reward. Appended atomically with the reward stream's RewardStockTaken when the stock is limited.",
+    fields: {
+      redemption_id: 'The redemption (`red_…`), also its ledger line.',
+      reward_title: 'The title when redeemed.',
+      points_cost: 'Points spent (positive).',
+      balance: 'The balance right after this event.',
+    },
+  },
+  RedemptionCancelled: {
+    stream: 'customer-{customer_id}',
+    description: 'A redemption was cancelled and its points given back (a stock unit goes back to the reward too).',
+    fields: {
+      transaction_id: 'The ledger line that gives the points back.',
+      points_cost: 'Points given back.',
+      balance: 'The balance right after this event.',
+    },
+  },
+  TierCreated: {
+    stream: 'program-{business_id}',
+    description: 'A tier was defined: reached when lifetime_earned ≥ points_threshold; its multiplier speeds up earning.',
+  },
+  TierUpdated: {
+    stream: 'program-{business_id}',
+    description:
+      'A tier changed; carries the tier id and only the changed fields. A new threshold counts from each customer\'s next rise of lifetime_earned.',
+  },
+  EventTypeCreated: {
+    stream: 'program-{business_id}',
+    description: 'An event type was defined, with the rules that turn its occurrences into points.',
+    fields: { default_points: 'Points every occurrence is worth before the rules.' },
+  },
+  EventTypeUpdated: {
+    stream: 'program-{business_id}',
+    description: 'An event type changed; carries its name and only the changed fields.',
+  },
+  RewardCreated: {
+    stream: 'reward-{reward_id}',
+    description: 'A reward was added to the catalogue.',
+  },
+  RewardUpdated: {
+    stream: 'reward-{reward_id}',
+    description: 'A reward changed; carries only the changed fields (a stock_quantity replaces the units left).',
+  },
+  RewardStockTaken: {
+    stream: 'reward-{reward_id}',
+    description: 'A redemption took one unit of a limited stock (appended atomically with the RewardRedeemed).',
+    fields: { stock_quantity: 'Units left after this one was taken.' },
+  },
+  RewardStockReturned: {
+    stream: 'reward-{reward_id}',
+    description: 'A cancelled redemption gave its unit back.',
+    fields: { stock_quantity: 'Units left after the return.' },
+  },
+  WebhookCreated: {
+    stream: 'webhook-{webhook_id}',
+    description: 'A webhook endpoint was registered. Its signing secret is never in the log.',
+    fields: { events: 'Subscribed webhook event types, or `*` for all.' },
+  },
+  WebhookUpdated: {
+    stream: 'webhook-{webhook_id}',
+    description: 'A webhook endpoint changed (by its owner, or by the service, e.g. disabled after 410 Gone).',
+  },
+  WebhookSecretRotated: {
+    stream: 'webhook-{webhook_id}',
+    description: 'The signing secret was replaced; the previous one stays valid until the time given.',
+  },
+  WebhookDeleted: {
+    stream: 'webhook-{webhook_id}',
+    description: 'A webhook endpoint was deleted; nothing more is delivered to it.',
+  },
+};
+
+/** What each metadata field means (every event carries all of them). */
+export const MetadataDescriptions: Record<keyof EventMetadata, string> = {
+  event_id: 'Unique id of the stored event (UUID).',
+  event_version: 'Version of the event type\'s data schema (currently 1 for all).',
+  business_id: 'The business (tenant) the event belongs to.',
+  recorded_at: 'When the event was written (ISO 8601, UTC).',
+  actor: 'Who caused it: the API key id, `cli`, or `system`.',
+  request_id: 'The HTTP request that caused it (`X-Request-Id`); null outside a request.',
+  correlation_id: 'Groups the events of one operation across streams; today the request id.',
+  causation_id: 'The event that caused this one, when another event did; null today (every event comes from a request or command).',
+  idempotency_key: 'The `Idempotency-Key` header of the request, if any.',
+  prev_hash: 'SHA-256 (hex) of the previous event of the stream; 64 zeros for the first (see docs/auditing.md).',
+  hash: 'SHA-256 (hex) over this event\'s canonical serialization and prev_hash.',
+};
