@@ -49,6 +49,11 @@ export const errors = {
       `The free plan allows at most ${limit} customers. Upgrade the business's plan to add more.`,
     ),
   conflict: (message: string) => new ApiError(409, 'conflict', message),
+  rateLimited: (retryAfterSeconds: number, headers: Record<string, string>) =>
+    new ApiError(429, 'rate_limited', `Too many requests for this API key; retry in ${retryAfterSeconds} s.`, {}, {
+      ...headers,
+      'Retry-After': String(retryAfterSeconds),
+    }),
   unavailable: () =>
     new ApiError(503, 'unavailable', 'A store is unreachable. Nothing was written; retry later.', {}, {
       'Retry-After': '1',

@@ -21,6 +21,6 @@ export const publicKeyCors = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   if (c.get('principal')?.type === 'public') {
     c.res.headers.set('Access-Control-Allow-Origin', '*');
-    c.res.headers.set('Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After');
+    c.res.headers.set('Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After, RateLimit, RateLimit-Policy');
   }
 });

@@ -1,0 +1,85 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+
+describe('secrets and security headers', () => {
+  let t: TestApp;
+  let logs = '';
+
+  beforeAll(async () => {
+    const logger = pino({ level: 'trace' }, { write: (chunk: string) => void (logs += chunk) });
+    t = await startTestApp({ logger, runDispatcher: false, config: { webhookAllowPrivate: true, rateLimitRps: 1, rateLimitBurst: 50 } });
+  });
+  afterAll(() => t.close());
+
+  it('never shows API keys or webhook secrets in logs, errors or lists, only where they are created', async () => {
+    const biz = await t.business();
+    const key = biz.private_key;
+    const created = await t.request('POST', '/api/v1/keys', { key, body: { type: 'private', name: 'ci', permissions: ['customers:read'] } });
+    const webhook = await t.request('POST', '/api/v1/webhooks', { key, body: { url: 'http://127.0.0.1:9/hook', events: ['*'] } });
+    const rotated = await t.request('POST', `/api/v1/webhooks/${webhook.body.id}/rotate-secret`, { key });
+    const revoked = await t.request('DELETE', `/api/v1/keys/${created.body.id}`, { key });
+    expect([created.status, webhook.status, rotated.status, revoked.status]).toEqual([201, 201, 200, 200]);
+    const secrets = [key, biz.public_key, created.body.key, webhook.body.secret, rotated.body.secret].filter(Boolean) as string[];
+    expect(secrets.length).toBe(5);
+
+    const answers: TestResponse[] = [
+      // errors, some carrying a secret in a header or a body value (a path or a field name is
+      // echoed back to its own sender in 404 and validation messages, and paths are logged:
+      // keys belong in headers only)
+      await t.request('GET', '/api/v1/customers', { key: created.body.key }), // revoked: 401
+      await t.request('GET', '/api/v1/customers', { headers: { 'x-api-key': key, authorization: `Bearer ${biz.public_key}` } }),
+      await t.request('POST', '/api/v1/customers', { key, body: { email: key, phone: webhook.body.secret } }),
+      await t.request('POST', '/api/v1/keys', { key: biz.public_key, body: { type: 'private' } }),
+      await t.request('PATCH', `/api/v1/webhooks/${webhook.body.id}`, { key, body: { secret: webhook.body.secret } }),
+      await t.request('POST', '/api/v1/customers', { key, rawBody: `{"email": "${key}"`, headers: { 'content-type': 'application/json' } }),
+      // lists and reads
+      await t.request('GET', '/api/v1/keys', { key }),
+      await t.request('GET', '/api/v1/webhooks', { key }),
+      await t.request('GET', `/api/v1/webhooks/${webhook.body.id}`, { key }),
+      await t.request('GET', `/api/v1/webhooks/${webhook.body.id}/deliveries`, { key }),
+      await t.request('GET', '/metrics'),
+    ];
+    expect(answers.slice(0, 6).every((a) => a.status >= 400)).toBe(true);
+    for (const answer of answers) {
+      for (const secret of secrets) {
+        const bare = secret.replace(/^(sk_live_|pk_live_|whsec_)/, '');
+        expect(answer.text, answer.text).not.toContain(bare);
+        expect([...answer.headers.values()].join(' ')).not.toContain(bare);
+      }
+    }
+    expect(logs.length).toBeGreaterThan(0);
+    for (const secret of secrets) expect(logs).not.toContain(secret.replace(/^(sk_live_|pk_live_|whsec_)/, ''));
+  });
+
+  it('sends the standard security headers on every kind of response', async () => {
+    const { private_key: key, public_key: pub } = await t.business();
+    const answers = [
+      await t.request('GET', '/api/v1/customers', { key }),
+      await t.request('POST', '/api/v1/customers', { key, body: { email: 'h@example.com' } }),
+      await t.request('GET', '/api/v1/customers', { key: pub }),
+      await t.request('GET', '/api/v1/customers'),
+      await t.request('GET', '/api/v1/customers/cust_nope', { key }),
+      await t.request('GET', '/nowhere'),
+      await t.request('PUT', '/api/v1/customers', { key }),
+      await t.request('POST', '/api/v1/customers', { key, rawBody: '{', headers: { 'content-type': 'application/json' } }),
+      await t.request('OPTIONS', '/api/v1/customers', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' } }),
+      await t.request('GET', '/healthz'),
+      await t.request('GET', '/api/v1/openapi.json'),
+      await t.request('GET', '/docs'),
+    ];
+    // and a 429: the bucket here holds 50
+    const burst = await Promise.all(Array.from({ length: 60 }, () => t.request('GET', '/api/v1/tiers', { key })));
+    answers.push(burst.find((r) => r.status === 429)!);
+    expect(answers.map((a) => a.status)).toEqual([200, 201, 200, 401, 404, 404, 405, 400, 204, 200, 200, 200, 429]);
+    for (const answer of answers) {
+      const where = `${answer.status} ${answer.text.slice(0, 100)}`;
+      expect(answer.headers.get('x-content-type-options'), where).toBe('nosniff');
+      expect(answer.headers.get('x-frame-options'), where).toBe('SAMEORIGIN');
+      expect(answer.headers.get('strict-transport-security'), where).toMatch(/max-age=\d+/);
+      expect(answer.headers.get('referrer-policy'), where).toBe('no-referrer');
+      expect(answer.headers.get('x-request-id'), where).toBeTruthy();
+      expect(answer.headers.get('x-powered-by'), where).toBeNull();
+    }
+  });
+});
