@@ -10,5 +10,12 @@ import type { StoredEvent } from '../store/event-store.js';
 export interface Projector {
   name: string;
   handles: ReadonlySet<EventType>;
+  /** The read-model tables it alone writes: what `loyalty projections rebuild` replaces. */
+  tables: readonly string[];
+  /**
+   * A reactor's rows cause effects outside the database (webhook deliveries): replaying it would
+   * repeat them, so it is never rebuilt.
+   */
+  reactor?: boolean;
   apply(event: StoredEvent, trx: Transaction<Database>): Promise<void>;
 }

@@ -15,6 +15,8 @@ import { webhookPayloadOf } from './webhook-payloads.js';
  */
 export const webhooksProjector: Projector = {
   name: 'webhooks',
+  tables: ['webhook_endpoints', 'webhook_messages'],
+  reactor: true,
   handles: new Set<EventType>([
     'WebhookCreated',
     'WebhookUpdated',

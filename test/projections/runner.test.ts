@@ -274,6 +274,7 @@ async function testProjection(): Promise<TestProjection> {
     projector: (label) => ({
       name,
       handles: new Set<EventType>(['PointsEarned']),
+      tables: [table],
       async apply(event, trx) {
         if (!event.streamId.startsWith(prefix)) return;
         const n = event.data.n as number;

@@ -7,6 +7,7 @@ import type { Projector } from '../projector.js';
 /** `businesses` and `api_keys`: what authentication and the CLI read. */
 export const accessProjector: Projector = {
   name: 'access',
+  tables: ['businesses', 'api_keys'],
   handles: new Set<EventType>(['BusinessCreated', 'BusinessCustomerCounted', 'ApiKeyCreated', 'ApiKeyRevoked']),
 
   async apply(event: StoredEvent, trx: Transaction<Database>) {

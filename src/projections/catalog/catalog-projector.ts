@@ -11,6 +11,7 @@ const json = (value: unknown) => JSON.stringify(value);
 /** The program a business runs: `tiers`, `event_types`, `rewards` (with stock and redeemed counts) and `redemptions`. */
 export const catalogProjector: Projector = {
   name: 'catalog',
+  tables: ['tiers', 'event_types', 'rewards', 'redemptions'],
   handles: new Set<EventType>([
     'TierCreated',
     'TierUpdated',

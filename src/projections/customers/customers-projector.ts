@@ -27,6 +27,7 @@ function lifetimeEffect(entry: LedgerEntry): { earned: number; redeemed: number 
  */
 export const customersProjector: Projector = {
   name: 'customers',
+  tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes'],
   handles: new Set<EventType>([
     'CustomerRegistered',
     'CustomerUpdated',

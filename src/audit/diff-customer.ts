@@ -1,0 +1,86 @@
+import { type CustomerEvent, customerDecider } from '../commands/customer/customer-decider.js';
+import { fold } from '../commands/decider.js';
+import type { Selectable } from 'kysely';
+import type { CustomersTable, LedgerEntriesTable } from '../db/schema.js';
+import { sameJson } from '../json-equality.js';
+import { type LedgerEntry, ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
+import type { StoredEvent } from '../store/event-store.js';
+
+/** A read-model value that is not what the log says it should be. */
+export interface Drift {
+  customerId: string;
+  /** `points_balance`, `tier_id`, `ledger_entries[txn_…].amount`, … */
+  field: string;
+  /** What folding the stream gives. */
+  log: unknown;
+  /** What the read model holds. */
+  readModel: unknown;
+}
+
+export type CustomerRow = Selectable<CustomersTable>;
+export type LedgerRow = Selectable<LedgerEntriesTable>;
+
+/** Marks a row or line that exists on one side only. */
+export const ABSENT = '(absent)';
+
+const LEDGER_FIELDS = ['type', 'amount', 'balance', 'base_amount', 'multiplier', 'description', 'reference', 'metadata', 'created_at'] as const;
+
+/**
+ * Folds a customer's events with the customer decider and compares the result with its
+ * `customers` row and its `ledger_entries` (in `seq` order). Pure: the caller reads both sides
+ * from one consistent point (events up to the customers projector's checkpoint).
+ */
+export function diffCustomer(customerId: string, events: readonly StoredEvent[], row: CustomerRow | undefined, ledger: readonly LedgerRow[]): Drift[] {
+  const drifts: Drift[] = [];
+  const drift = (field: string, log: unknown, readModel: unknown) => drifts.push({ customerId, field, log, readModel });
+  const state = fold(
+    customerDecider,
+    events.map((e) => ({ type: e.type, data: e.data }) as CustomerEvent),
+  );
+
+  if (!state.registered || !row) {
+    if (state.registered !== !!row) drift('customers row', state.registered ? 'registered' : ABSENT, row ? 'present' : ABSENT);
+  } else {
+    const expected = {
+      business_id: state.businessId,
+      ...state.profile,
+      points_balance: state.balance,
+      lifetime_earned: state.lifetimeEarned,
+      lifetime_redeemed: state.lifetimeRedeemed,
+      tier_id: state.tier?.id ?? null,
+    };
+    for (const [field, value] of Object.entries(expected)) {
+      const held = (row as unknown as Record<string, unknown>)[field];
+      if (!sameValue(value, held)) drift(field, value, held);
+    }
+  }
+
+  const lines = events.map(ledgerEntryFromEvent).filter((l): l is LedgerEntry => l !== null);
+  const held = new Map(ledger.map((r) => [r.id, r]));
+  for (const line of lines) {
+    const row = held.get(line.id);
+    if (!row) {
+      drift(`ledger_entries[${line.id}]`, `${line.type} ${line.amount}`, ABSENT);
+      continue;
+    }
+    for (const field of LEDGER_FIELDS) {
+      if (!sameValue(line[field], row[field])) drift(`ledger_entries[${line.id}].${field}`, line[field], row[field]);
+    }
+  }
+  const expectedIds = new Set(lines.map((l) => l.id));
+  for (const row of ledger) {
+    if (!expectedIds.has(row.id)) drift(`ledger_entries[${row.id}]`, ABSENT, `${row.type} ${row.amount}`);
+  }
+  const logOrder = lines.map((l) => l.id).filter((id) => held.has(id));
+  const heldOrder = ledger.map((r) => r.id).filter((id) => expectedIds.has(id));
+  if (logOrder.join() !== heldOrder.join()) drift('ledger_entries order', logOrder.join(', '), heldOrder.join(', '));
+  return drifts;
+}
+
+/** Equality across the shapes the database hands back: bigint and numeric as text, jsonb key order, timestamps. */
+function sameValue(log: unknown, held: unknown): boolean {
+  if (log === null || held === null || log === undefined || held === undefined) return (log ?? null) === (held ?? null);
+  if (log instanceof Date || held instanceof Date) return new Date(log as Date).getTime() === new Date(held as Date).getTime();
+  if (typeof log === 'number') return log === Number(held);
+  return sameJson(log, held);
+}

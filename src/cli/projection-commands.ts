@@ -1,0 +1,69 @@
+import { Presets, SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { formatProjectionStatus, projectionStatus } from '../projections/projection-status.js';
+import { PROJECTORS } from '../projections/projections.js';
+import { rebuildProjection } from '../projections/rebuild.js';
+import type { CliKit } from './cli-kit.js';
+
+/** `loyalty projections status | rebuild [NAME]`. */
+export function registerProjectionCommands(program: Command, kit: CliKit): void {
+  const projections = program.command('projections').description('inspect and rebuild the read models');
+
+  projections
+    .command('status')
+    .description('each projector’s checkpoint and lag (events in the log after it)')
+    .option('--json', 'print a JSON array')
+    .action((opts: { json?: boolean }) =>
+      kit.withServices(
+        async (services) => {
+          const statuses = await projectionStatus(services.db);
+          process.stdout.write(opts.json ? `${JSON.stringify(statuses)}\n` : `${formatProjectionStatus(statuses)}\n`);
+        },
+        { catchUp: false },
+      ),
+    );
+
+  projections
+    .command('rebuild [name]')
+    .description('replay the log into fresh tables and swap them in while the service keeps serving (all projectors but the webhooks reactor when NAME is omitted)')
+    .action((name: string | undefined) =>
+      kit.withServices(
+        async (services) => {
+          const chosen = name === undefined ? PROJECTORS.filter((p) => !p.reactor) : PROJECTORS.filter((p) => p.name === name);
+          if (chosen.length === 0) throw kit.fail(`No projector named '${name}'. Known: ${PROJECTORS.map((p) => p.name).join(', ')}.`);
+          if (chosen[0]!.reactor) {
+            throw kit.fail(`'${name}' is a reactor (it queues webhook deliveries); rebuilding it would send them again, so it is never rebuilt.`);
+          }
+          for (const projector of chosen) {
+            const started = Date.now();
+            const bar = progressBar();
+            bar.start(1, 0, { projector: projector.name, rate: 0 });
+            const result = await rebuildProjection(services.db, services.store, projector, {
+              onProgress: ({ done, total }) => {
+                const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+                bar.setTotal(total);
+                bar.update(done, { rate: Math.round(done / seconds) });
+              },
+            }).finally(() => bar.stop());
+            process.stdout.write(
+              `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${result.events} events replayed in ${((Date.now() - started) / 1000).toFixed(1)} s, checkpoint ${result.checkpoint.globalPosition}.\n`,
+            );
+          }
+        },
+        { catchUp: false },
+      ),
+    );
+}
+
+/** On stderr, so stdout stays the command's output; cli-progress draws only on a terminal. */
+function progressBar(): SingleBar {
+  return new SingleBar(
+    {
+      stream: process.stderr,
+      format: '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}',
+      hideCursor: true,
+      etaBuffer: 50,
+    },
+    Presets.shades_classic,
+  );
+}

@@ -1,0 +1,52 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { PROJECTORS } from './projections.js';
+import type { Projector } from './projector.js';
+
+export interface ProjectionStatus {
+  name: string;
+  /** Global position of the last event applied. */
+  checkpoint: number;
+  /** Events in the log after the checkpoint. */
+  lag: number;
+  updated_at: string | null;
+  tables: readonly string[];
+  rebuildable: boolean;
+}
+
+/** Each projector's checkpoint and how far behind the log it is (`loyalty projections status`). */
+export async function projectionStatus(db: Kysely<Database>, projectors: readonly Projector[] = PROJECTORS): Promise<ProjectionStatus[]> {
+  const rows = await db.selectFrom('projection_checkpoints').selectAll().execute();
+  return Promise.all(
+    projectors.map(async (p) => {
+      const row = rows.find((r) => r.name === p.name);
+      const checkpoint = Number(row?.global_position ?? 0);
+      const lag = await db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('global_position', '>', checkpoint)
+        .executeTakeFirstOrThrow();
+      return {
+        name: p.name,
+        checkpoint,
+        lag: Number(lag.n),
+        updated_at: row ? new Date(row.updated_at).toISOString() : null,
+        tables: p.tables,
+        rebuildable: !p.reactor,
+      };
+    }),
+  );
+}
+
+export function formatProjectionStatus(statuses: readonly ProjectionStatus[]): string {
+  const header = ['projector', 'checkpoint', 'lag', 'updated_at', 'tables'];
+  const rows = statuses.map((s) => [
+    s.name + (s.rebuildable ? '' : ' (reactor)'),
+    String(s.checkpoint),
+    String(s.lag),
+    s.updated_at ?? '-',
+    s.tables.join(', '),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((cells) => cells.map((c, i) => (i === 1 || i === 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { provisionBusiness } from '../../src/cli/provision.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { createApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/services.js';
+import { freshStore, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
+
+/**
+ * The real `loyalty audit …` and `loyalty projections rebuild` processes on one store: exit codes
+ * and output. (What they compute, the refusal to rebuild the webhooks reactor included, is tested
+ * in process, which is much faster: test/audit, test/projections/rebuild.test.ts.)
+ */
+describe.sequential('loyalty audit and loyalty projections', () => {
+  let store: ProcessStore;
+  let customer: string;
+
+  /**
+   * Opens the store in this process (the CLI is not running then: the embedded store has one
+   * owner). The embedded store's first open starts from the suite's migrated template: a fresh
+   * PGlite initialisation takes seconds.
+   */
+  let opened = false;
+  async function withStore(work: (services: Services) => Promise<void>) {
+    const config = loadConfig({ ...store.env, LOG_LEVEL: 'silent' });
+    const template = !config.databaseUrl && !opened ? new Blob([readFileSync(inject('pgliteTemplate'))]) : undefined;
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, loadDataDir: template });
+    opened = true;
+    const services = await createServices({ config, database, logger: pino({ level: 'silent' }) });
+    try {
+      await work(services);
+    } finally {
+      await services.close();
+    }
+  }
+
+  beforeAll(async () => {
+    store = await freshStore();
+    await withStore(async (services) => {
+      const { private_key: key } = await provisionBusiness(services, 'Shop', 'unlimited');
+      const app = createApp(services);
+      const post = async (path: string, body: unknown) => {
+        const response = await app.request(`/api/v1${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const text = await response.text();
+        expect(response.status, text).toBeLessThan(300);
+        return JSON.parse(text) as { id: string };
+      };
+      customer = (await post('/customers', { email: 'cli@example.com' })).id;
+      await post(`/customers/${customer}/points/transaction`, { type: 'earn', amount: 80 });
+      await post(`/customers/${customer}/points/transaction`, { type: 'deduct', amount: 30 });
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await killAllProcesses();
+    await store?.dispose();
+  });
+
+  it('audit verify: exit 1 naming the customer and field of a damaged balance', async () => {
+    await withStore(async (services) => {
+      await services.db.updateTable('customers').set({ lifetime_redeemed: 7 }).where('id', '=', customer).execute();
+    });
+    const run = await runCli(['audit', 'verify'], store);
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stdout).toBe(
+      `Audit found 1 problem (checked ${run.stdout.match(/checked (\d+ events in \d+ streams)/)?.[1]}, 1 customers):\n` +
+        `  drift         customer ${customer} lifetime_redeemed: log 30, read model 7\n`,
+    );
+  });
+
+  it('projections rebuild repairs it, and audit verify then exits 0 with one line', async () => {
+    const rebuild = await runCli(['projections', 'rebuild', 'customers'], store);
+    expect(rebuild.code, rebuild.stderr).toBe(0);
+    expect(rebuild.stdout).toMatch(/^Rebuilt customers \(customers, ledger_entries, recorded_events, tier_changes\): \d+ events replayed in [\d.]+ s, checkpoint \d+\.\n$/);
+
+    const verify = await runCli(['audit', 'verify', '--customer', customer], store);
+    expect(verify.code, verify.stderr).toBe(0);
+    expect(verify.stdout).toMatch(/^Audit clean: \d+ events in 1 streams, 1 customers; every hash chain holds and the read models match the log\.\n$/);
+  });
+
+  it('audit replay --json: the statement, each event with the state after it', async () => {
+    const run = await runCli(['audit', 'replay', '--customer', customer, '--json'], store);
+    expect(run.code, run.stderr).toBe(0);
+    const { customer_id, statement } = JSON.parse(run.stdout);
+    expect(customer_id).toBe(customer);
+    expect(statement.map((l: any) => [l.position, l.type, l.change, l.balance, l.lifetime_earned, l.lifetime_redeemed])).toEqual([
+      [0, 'CustomerRegistered', 'registered', 0, 0, 0],
+      [1, 'PointsEarned', 'earn 80', 80, 80, 0],
+      [2, 'PointsDeducted', 'deduct 30', 50, 80, 30],
+    ]);
+  });
+});
