@@ -1,22 +1,42 @@
 import { serve as listen } from '@hono/node-server';
 import type { Config } from '../config.js';
 import { createApp } from '../http/app.js';
-import { createServices } from '../services.js';
+import { createServices, type Services } from '../services.js';
+import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
+/** `api`: HTTP only (other processes project); `workers`: projections and webhook delivery, no HTTP; `all`: both. */
+export const SERVE_ROLES = ['all', 'api', 'workers'] as const;
+export type ServeRole = (typeof SERVE_ROLES)[number];
+
 /**
- * Runs the API with its projections. On an empty store it first creates a business and prints
- * its keys, once. SIGTERM/SIGINT stop accepting, let in-flight requests finish, then close.
+ * Runs the API and/or the workers (projections, webhook delivery). With role `all`, an empty store
+ * first gets a business whose keys are printed once; split roles leave that to `loyalty init`, so
+ * replicas starting together cannot each create one. SIGTERM/SIGINT stop accepting, let in-flight
+ * requests finish, then close.
  */
-export async function serve(config: Config): Promise<void> {
-  const services = await createServices({ config });
-  // Whether the store is new is read from the read models, so bring them up to the log first.
-  await services.projections.catchUp();
-  services.projections.start();
-  services.dispatcher.start();
-  if ((await services.queries.access.businesses()).length === 0) {
+export async function serve(config: Config, role: ServeRole = 'all'): Promise<void> {
+  const services = await createServices({ config, projectionsElsewhere: role === 'api' });
+  if (role !== 'api') {
+    // Whether the store is new is read from the read models, so bring them up to the log first.
+    await services.projections.catchUp();
+    services.projections.start();
+    services.dispatcher.start();
+  }
+  // Split roles on a PostgreSQL server: API processes wake the workers on every append.
+  let stopListening = async () => {};
+  if (config.databaseUrl && role === 'api') signalAppends(services.db, services.store, services.logger);
+  if (config.databaseUrl && role === 'workers') {
+    stopListening = await listenForAppends(config.databaseUrl, () => services.projections.runners.forEach((r) => r.wake()), services.logger);
+  }
+  if (role === 'all' && (await services.queries.access.businesses()).length === 0) {
     const first = await provisionBusiness(services, 'My business', 'unlimited');
     process.stdout.write(`${describeKeys(first, 'First start: created a business and its API keys.')}\n`);
+  }
+  if (role === 'workers') {
+    services.logger.info({ store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
+    process.stdout.write('Workers running: projections and webhook delivery\n');
+    return stopOnSignal(services, (done) => void stopListening().then(done));
   }
   const app = createApp(services);
   const server = listen({ fetch: app.fetch, port: config.port, hostname: config.host }, (info) => {
@@ -24,13 +44,18 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${info.port}\n`);
   });
 
+  stopOnSignal(services, (done) => server.close(done));
+}
+
+/** On SIGTERM/SIGINT: `drain` (stop accepting, finish in-flight work), close the services, exit. */
+function stopOnSignal(services: Services, drain: (done: () => void) => void): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     services.logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 10_000).unref();
-    server.close(async () => {
+    drain(async () => {
       await services.close();
       clearTimeout(force);
       process.exit(0);

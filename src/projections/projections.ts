@@ -7,6 +7,7 @@ import { catalogProjector } from './catalog/catalog-projector.js';
 import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
 import { webhooksProjector } from '../webhooks/webhooks-projector.js';
+import { CheckpointWatcher } from './checkpoint-watcher.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
 export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, webhooksProjector];
@@ -16,14 +17,21 @@ export class Projections {
   readonly runners: ProjectionRunner[];
   private started = false;
   private unsubscribe: (() => void) | null = null;
+  private readonly watcher: CheckpointWatcher | null;
 
   constructor(
     db: Kysely<Database>,
     private readonly store: EventStore,
-    private readonly options: RunnerOptions & { settleTimeoutMs?: number; logger?: Logger | undefined } = {},
+    private readonly options: RunnerOptions & {
+      settleTimeoutMs?: number;
+      logger?: Logger | undefined;
+      /** Another process runs the loops: `settle` waits for its checkpoints rather than catching up here. */
+      settleByCheckpoints?: boolean;
+    } = {},
     projectors: Projector[] = PROJECTORS,
   ) {
     this.runners = projectors.map((p) => new ProjectionRunner(db, store, p, options));
+    this.watcher = options.settleByCheckpoints ? new CheckpointWatcher(db, projectors.map((p) => p.name)) : null;
   }
 
   start(): void {
@@ -49,9 +57,11 @@ export class Projections {
    * the write (already durable) is answered anyway, and a warning is logged.
    */
   async settle(position: Checkpoint): Promise<void> {
-    if (!this.started) return this.catchUp();
+    if (!this.started && !this.watcher) return this.catchUp();
     const timeoutMs = this.options.settleTimeoutMs ?? 5000;
-    const results = await Promise.all(this.runners.map((r) => r.waitFor(position, timeoutMs)));
+    const results = this.started
+      ? await Promise.all(this.runners.map((r) => r.waitFor(position, timeoutMs)))
+      : [await this.watcher!.waitFor(position, timeoutMs)];
     if (results.includes(false)) {
       this.options.logger?.warn({ position: position.globalPosition.toString() }, 'read models did not catch up in time');
     }

@@ -119,10 +119,17 @@ export interface ServerProcess {
   signal(signal: NodeJS.Signals): void;
 }
 
-/** Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line. */
-export async function startServer(store: ProcessStore, { timeoutMs = 60_000 } = {}): Promise<ServerProcess> {
+/**
+ * Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line (with
+ * `role: 'workers'`, which serves no HTTP: its "Workers running" line).
+ */
+export async function startServer(
+  store: ProcessStore,
+  { timeoutMs = 60_000, role }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers' } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawnLoyalty(['serve'], { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
+  const ready = role === 'workers' ? 'Workers running' : 'Listening on';
+  const child = spawnLoyalty(['serve', ...(role ? ['--role', role] : [])], { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
@@ -130,9 +137,9 @@ export async function startServer(store: ProcessStore, { timeoutMs = 60_000 } = 
   const exited = exitOf(child);
 
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => fail(`did not print "Listening on" within ${timeoutMs} ms`), timeoutMs);
+    const timer = setTimeout(() => fail(`did not print "${ready}" within ${timeoutMs} ms`), timeoutMs);
     const onData = () => {
-      if (!stdout.includes('Listening on')) return;
+      if (!stdout.includes(ready)) return;
       cleanup();
       resolve();
     };

@@ -1,0 +1,15 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { EventStore } from './event-store.js';
+import { KurrentDbEventStore } from './kurrentdb-event-store.js';
+import { PostgresEventStore } from './postgres-event-store.js';
+
+/**
+ * The event log the configuration names: KurrentDB with `EVENTSTORE_URL`, otherwise the
+ * PostgreSQL database (server or PGlite) that also holds the read models.
+ */
+export function openEventStore(eventStoreUrl: string | undefined, db: Kysely<Database>): { store: EventStore; close: () => Promise<void> } {
+  if (!eventStoreUrl) return { store: new PostgresEventStore(db), close: async () => {} };
+  const store = KurrentDbEventStore.connect(eventStoreUrl);
+  return { store, close: () => store.close() };
+}
