@@ -12,8 +12,9 @@ export interface Loaded<State> {
 }
 
 /**
- * Reads a stream and folds it through a decider. With a cache, starts from the cached state and
- * reads only the events after it (deciders never mutate state, so sharing it is safe).
+ * Reads a stream and folds it through a decider. With a cache, starts from the cached state (in
+ * memory or a snapshot) and reads only the events after it (deciders never mutate state, so
+ * sharing it is safe): the cost of a command does not grow with the stream's history.
  */
 export async function loadAggregate<State, Event extends DomainEvent>(
   store: EventStore,
@@ -21,7 +22,7 @@ export async function loadAggregate<State, Event extends DomainEvent>(
   decider: Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>,
   cache?: StateCache,
 ): Promise<Loaded<State>> {
-  const cached = cache?.get<State>(stream);
+  const cached = await cache?.get<State>(stream);
   const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});
   let state = cached ? cached.state : decider.initialState();
   for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Event);

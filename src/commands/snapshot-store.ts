@@ -1,0 +1,41 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+/**
+ * Bump when any aggregate's state shape changes: snapshots of another version are ignored (and
+ * replaced), so a deploy never folds events onto a state it does not understand.
+ */
+export const STATE_VERSION = 1;
+
+/** Folded aggregate states kept in PostgreSQL, so a cold load reads a snapshot and the events after it. */
+export function snapshotStore(db: Kysely<Database>) {
+  return {
+    async get(stream: string): Promise<{ state: unknown; revision: number } | undefined> {
+      const row = await db
+        .selectFrom('aggregate_snapshots')
+        .select(['state', 'revision'])
+        .where('stream_id', '=', stream)
+        .where('state_version', '=', STATE_VERSION)
+        .executeTakeFirst();
+      return row && { state: row.state, revision: row.revision };
+    },
+
+    /** Saves a snapshot unless a newer one of this version is already there. */
+    async put(stream: string, revision: number, state: unknown): Promise<void> {
+      await db
+        .insertInto('aggregate_snapshots')
+        .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: JSON.stringify(state), taken_at: new Date() })
+        .onConflict((oc) =>
+          oc.column('stream_id').doUpdateSet((eb) => ({
+            state_version: eb.ref('excluded.state_version'),
+            revision: eb.ref('excluded.revision'),
+            state: eb.ref('excluded.state'),
+            taken_at: eb.ref('excluded.taken_at'),
+          })).where((eb) => eb.or([eb('aggregate_snapshots.revision', '<', eb.ref('excluded.revision')), eb('aggregate_snapshots.state_version', '<>', STATE_VERSION)])),
+        )
+        .execute();
+    },
+  };
+}
+
+export type SnapshotStore = ReturnType<typeof snapshotStore>;
