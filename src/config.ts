@@ -6,12 +6,18 @@ export interface Config {
   host: string;
   /** PostgreSQL server; when absent the embedded PGlite store under `dataDir` is used. */
   databaseUrl: string | undefined;
+  /** KurrentDB for the event log (`kurrentdb://…`); PostgreSQL then holds only read models and checkpoints. */
+  eventStoreUrl: string | undefined;
   dataDir: string;
   logLevel: string;
   /** Max time a write waits for the read models to catch up before answering (read-your-writes). */
   readYourWritesTimeoutMs: number;
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
   webhookAllowPrivate: boolean;
+  /** Token bucket per API key: sustained requests per second (0 turns rate limiting off)… */
+  rateLimitRps: number;
+  /** …and how many may come at once after a quiet spell (the bucket's size). */
+  rateLimitBurst: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -19,10 +25,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: intOr(env.PORT, 3000),
     host: env.HOST || '0.0.0.0',
     databaseUrl: env.DATABASE_URL || undefined,
+    eventStoreUrl: env.EVENTSTORE_URL || undefined,
     dataDir: path.resolve(env.LOYALTY_DATA_DIR || './data'),
     logLevel: env.LOG_LEVEL || 'info',
     readYourWritesTimeoutMs: intOr(env.LOYALTY_RYW_TIMEOUT_MS, 5000),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
+    rateLimitRps: intOr(env.LOYALTY_RATE_LIMIT_RPS, 100),
+    rateLimitBurst: Math.max(1, intOr(env.LOYALTY_RATE_LIMIT_BURST, 200)),
   };
 }
 

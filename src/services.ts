@@ -8,6 +8,7 @@ import { redemptionCommands } from './commands/customer/redemption-commands.js';
 import { programCommands } from './commands/program/program-commands.js';
 import { rewardCommands } from './commands/reward/reward-commands.js';
 import { KeyedLock } from './commands/keyed-lock.js';
+import { snapshotStore } from './commands/snapshot-store.js';
 import { StateCache } from './commands/state-cache.js';
 import type { Config } from './config.js';
 import { type DatabaseHandle, openDatabase } from './db/database.js';
@@ -17,7 +18,7 @@ import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
-import { PostgresEventStore } from './store/postgres-event-store.js';
+import { openEventStore } from './store/open-event-store.js';
 import { webhookCommands } from './commands/webhook/webhook-commands.js';
 import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
 import { webhookSecrets } from './webhooks/secrets.js';
@@ -32,6 +33,11 @@ export interface ServicesOptions {
   runProjections?: boolean;
   /** With runProjections: also deliver webhooks (default true). Tests drive the dispatcher by hand. */
   runDispatcher?: boolean;
+  /**
+   * Other processes run the projection loops (`serve --role api`): read-your-writes waits for their
+   * checkpoints in PostgreSQL instead of applying events itself.
+   */
+  projectionsElsewhere?: boolean;
   /** Overrides for the webhook dispatcher (tests inject a clock). */
   dispatcher?: Partial<DispatcherOptions>;
 }
@@ -55,9 +61,14 @@ export async function createServices(options: ServicesOptions) {
     unlock();
     throw error;
   }
-  const store = new PostgresEventStore(database.db);
-  const projections = new Projections(database.db, store, { logger, settleTimeoutMs: config.readYourWritesTimeoutMs });
-  const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(), settle: (p) => projections.settle(p) };
+  const eventLog = openEventStore(config.eventStoreUrl, database.db);
+  const store = eventLog.store;
+  const projections = new Projections(database.db, store, {
+    logger,
+    settleTimeoutMs: config.readYourWritesTimeoutMs,
+    settleByCheckpoints: options.projectionsElsewhere ?? false,
+  });
+  const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, allowPrivate: config.webhookAllowPrivate });
   const dispatcher = new WebhookDispatcher(database.db, {
@@ -99,6 +110,7 @@ export async function createServices(options: ServicesOptions) {
     async close() {
       await dispatcher.stop();
       await projections.stop();
+      await eventLog.close();
       await database.close();
       unlock();
     },

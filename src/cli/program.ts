@@ -4,19 +4,22 @@ import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { createServices, type Services } from '../services.js';
+import { registerAuditCommands } from './audit-commands.js';
+import type { CliKit } from './cli-kit.js';
+import { registerProjectionCommands } from './projection-commands.js';
 import { describeKeys, provisionBusiness } from './provision.js';
-import { serve } from './serve.js';
+import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
 
 const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
 
-/** Opens the store for one command, catching the read models up, and always closes it. */
-async function withServices<T>(work: (services: Services) => Promise<T>): Promise<T> {
+/** Opens the store for one command, catching the read models up (unless told not to), and always closes it. */
+async function withServices<T>(work: (services: Services) => Promise<T>, { catchUp = true }: { catchUp?: boolean } = {}): Promise<T> {
   const config = loadConfig();
   // stdout belongs to the command's output (scripts parse --json); logs go to stderr.
   const logger = pino({ level: config.logLevel }, pino.destination(2));
   const services = await createServices({ config, logger });
   try {
-    await services.projections.catchUp();
+    if (catchUp) await services.projections.catchUp();
     return await work(services);
   } finally {
     await services.close();
@@ -49,8 +52,11 @@ export function buildProgram(): Command {
 
   program
     .command('serve')
-    .description('serve the HTTP API (PORT, HOST, DATABASE_URL, LOYALTY_DATA_DIR)')
-    .action(() => serve(loadConfig()));
+    .description('serve the HTTP API and/or run the workers (PORT, HOST, DATABASE_URL, EVENTSTORE_URL, LOYALTY_DATA_DIR)')
+    .addOption(
+      new Option('--role <role>', 'api: HTTP only; workers: projections and webhook delivery, no HTTP; all: both').choices(SERVE_ROLES).default('all'),
+    )
+    .action((opts: { role: ServeRole }) => serve(loadConfig(), opts.role));
 
   program
     .command('migrate')
@@ -168,6 +174,10 @@ export function buildProgram(): Command {
         process.stdout.write(`Revoked ${keyId}.\n`);
       }),
     );
+
+  const kit: CliKit = { withServices, fail: (message) => new CliError(message) };
+  registerAuditCommands(program, kit);
+  registerProjectionCommands(program, kit);
 
   return program;
 }

@@ -232,6 +232,22 @@ export interface WebhookAttemptsTable {
   error: string | null;
 }
 
+/** Token buckets of the rate limiter, shared by processes on one server (migration 0008). */
+export interface RateLimitBucketsTable {
+  key_id: string;
+  tokens: number;
+  refilled_at_ms: number;
+  granted: boolean;
+}
+
+export interface AggregateSnapshotsTable {
+  stream_id: string;
+  state_version: number;
+  revision: number;
+  state: Json<unknown>;
+  taken_at: Timestamp;
+}
+
 export interface Database {
   events: EventsTable;
   streams: StreamsTable;
@@ -241,6 +257,7 @@ export interface Database {
   customers: CustomersTable;
   ledger_entries: LedgerEntriesTable;
   idempotency_keys: IdempotencyKeysTable;
+  aggregate_snapshots: AggregateSnapshotsTable;
   tiers: TiersTable;
   event_types: EventTypesTable;
   rewards: RewardsTable;
@@ -251,6 +268,7 @@ export interface Database {
   webhook_secrets: WebhookSecretsTable;
   webhook_messages: WebhookMessagesTable;
   webhook_attempts: WebhookAttemptsTable;
+  rate_limit_buckets: RateLimitBucketsTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;

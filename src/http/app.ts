@@ -9,7 +9,10 @@ import { errorResponse, toApiError } from './error-response.js';
 import { registerOps } from './ops-routes.js';
 import { authenticate } from './middleware/auth.js';
 import { preflight, publicKeyCors } from './middleware/cors.js';
+import { rateLimit } from './middleware/rate-limit.js';
+import { rateLimitStore } from './middleware/rate-limit-store.js';
 import { jsonBody } from './middleware/json-body.js';
+import { requestLog } from './middleware/request-log.js';
 import { notFoundHandler } from './not-found.js';
 import { createRouter } from './router.js';
 import { customerRoutes } from './routes/customer-routes.js';
@@ -26,10 +29,15 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
  * The HTTP API. Middleware order matters: request id first (every answer carries one), then
- * authentication (401 before anything else), then body checks; each route then runs its `guard`
+ * authentication (401 before anything else), then the per-key rate limit, then body checks; each route then runs its `guard`
  * (permissions, then Idempotency-Key) and its schema validation.
  */
-export function createApp(services: Services) {
+export interface AppOptions {
+  /** The rate limiter's clock in milliseconds (tests move it by hand). */
+  now?: () => number;
+}
+
+export function createApp(services: Services, options: AppOptions = {}) {
   const app = createRouter();
 
   app.use('*', requestId({ generator: () => newId('request') }));
@@ -37,6 +45,7 @@ export function createApp(services: Services) {
     c.set('services', services);
     await next();
   });
+  app.use('*', requestLog);
   app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
   const ops = registerOps(app, services);
   app.use('*', ops.measure);
@@ -44,6 +53,8 @@ export function createApp(services: Services) {
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
   app.use('/api/v1/*', authenticate);
+  const ratePolicy = { rps: services.config.rateLimitRps, burst: services.config.rateLimitBurst };
+  app.use('/api/v1/*', rateLimit(rateLimitStore(services.database, ratePolicy), ratePolicy, options.now));
   app.use(
     '/api/v1/*',
     bodyLimit({

@@ -35,21 +35,26 @@ export interface TestAppOptions {
   /** Run the webhook dispatcher loop (default true); tests of retries drive it by hand instead. */
   runDispatcher?: boolean;
   dispatcher?: ServicesOptions['dispatcher'];
+  /** The rate limiter's clock (ms); rate limiting is off unless `config.rateLimitRps` is set. */
+  now?: () => number;
+  /** Where the service logs (default: nowhere); tests of logging pass a pino logger on a stream. */
+  logger?: ServicesOptions['logger'];
 }
 
 /** The real service (stores, projections, HTTP app) on a fresh database. Close it in `afterAll`. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await openTestDatabase();
-  const config = { ...loadConfig({}), logLevel: 'silent', ...options.config };
+  // Rate limiting off by default: other files send far more than a burst with one key.
+  const config = { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, ...options.config };
   const services = await createServices({
     config,
     database,
     runProjections: true,
     runDispatcher: options.runDispatcher ?? true,
     dispatcher: options.dispatcher,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
   });
-  const app = createApp(services);
+  const app = createApp(services, { now: options.now });
 
   return {
     services,

@@ -4,6 +4,9 @@ import { migration as m0002 } from './0002-core-read-models.js';
 import { migration as m0003 } from './0003-program-read-models.js';
 import { migration as m0004 } from './0004-webhooks.js';
 import { migration as m0005 } from './0005-hash-chain.js';
+import { migration as m0007 } from './0007-analytics-views.js';
+import { migration as m0008 } from './0008-rate-limits.js';
+import { migration as m0009 } from './0009-aggregate-snapshots.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -16,4 +19,7 @@ export const migrations: Record<string, Migration> = {
   '0003_program_read_models': m0003,
   '0004_webhooks': m0004,
   '0005_hash_chain': m0005,
+  '0007_analytics_views': m0007,
+  '0008_rate_limits': m0008,
+  '0009_aggregate_snapshots': m0009,
 };
