@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
+import { BackgroundLoop } from '../background-loop.js';
 import type { Projector } from './projector.js';
 
 export interface RunnerOptions {
@@ -22,14 +23,10 @@ export interface RunnerOptions {
 export class ProjectionRunner {
   private checkpoint: Checkpoint = START;
   private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
-  private running: Promise<void> | null = null;
-  private stopped = false;
   private loaded = false;
-  private dirty = false;
-  private wakeSleeper: (() => void) | null = null;
   private readonly appliedListeners: Array<(count: number) => void> = [];
   private readonly batchSize: number;
-  private readonly pollMs: number;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -38,7 +35,10 @@ export class ProjectionRunner {
     private readonly options: RunnerOptions = {},
   ) {
     this.batchSize = options.batchSize ?? 500;
-    this.pollMs = options.pollMs ?? 250;
+    this.loop = new BackgroundLoop(async () => typeof (await this.step()) === 'number', {
+      pollMs: options.pollMs ?? 250,
+      onError: (error) => options.logger?.error({ err: error, projector: projector.name }, 'projection batch failed; will retry'),
+    });
   }
 
   get name(): string {
@@ -50,16 +50,11 @@ export class ProjectionRunner {
   }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake();
-    await this.running;
-    this.running = null;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Called after each batch this process applies, with its size (metrics). */
@@ -69,8 +64,7 @@ export class ProjectionRunner {
 
   /** Asks the loop to look for new events now. */
   wake(): void {
-    this.dirty = true;
-    this.wakeSleeper?.();
+    this.loop.wake();
   }
 
   /**
@@ -106,38 +100,6 @@ export class ProjectionRunner {
       };
       this.waiters.push(waiter);
       this.wake();
-    });
-  }
-
-  private async loop(): Promise<void> {
-    let failures = 0;
-    while (!this.stopped) {
-      this.dirty = false;
-      let outcome: Awaited<ReturnType<ProjectionRunner['step']>> = 'idle';
-      try {
-        outcome = await this.step();
-        failures = 0;
-      } catch (error) {
-        failures++;
-        this.options.logger?.error({ err: error, projector: this.name }, 'projection batch failed; will retry');
-        await this.sleep(Math.min(5000, 100 * 2 ** failures));
-        continue;
-      }
-      if (typeof outcome !== 'number' && !this.dirty) await this.sleep(this.pollMs);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeSleeper = () => {
-        this.wakeSleeper = null;
-        done();
-      };
     });
   }
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/schema.js';
 import { ApiError } from '../errors.js';
+import { BackgroundLoop } from '../background-loop.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import type { webhookSecrets } from './secrets.js';
 import { assertDeliverableUrl } from './url-guard.js';
@@ -43,9 +44,7 @@ interface Claimed {
 export class WebhookDispatcher {
   private readonly now: () => Date;
   private readonly fetch: typeof fetch;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  private wakeSleeper: (() => void) | null = null;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -53,24 +52,23 @@ export class WebhookDispatcher {
   ) {
     this.now = options.now ?? (() => new Date());
     this.fetch = options.fetch ?? globalThis.fetch;
+    this.loop = new BackgroundLoop(async () => (await this.runOnce()) > 0, {
+      pollMs: options.pollMs ?? 250,
+      onError: (error) => options.logger?.error({ err: error }, 'webhook dispatch failed; will retry'),
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wakeSleeper?.();
-    await this.running;
-    this.running = null;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Looks for due messages now rather than at the next poll. */
   wake(): void {
-    this.wakeSleeper?.();
+    this.loop.wake();
   }
 
   /** Delivers every message due now (one batch); returns how many were attempted. */
@@ -78,26 +76,6 @@ export class WebhookDispatcher {
     const claimed = await this.claim();
     await Promise.all(claimed.map((message) => this.deliver(message)));
     return claimed.length;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      let attempted = 0;
-      try {
-        attempted = await this.runOnce();
-      } catch (error) {
-        this.options.logger?.error({ err: error }, 'webhook dispatch failed; will retry');
-      }
-      if (attempted === 0 && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.options.pollMs ?? 250);
-          this.wakeSleeper = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-    }
   }
 
   private async claim(): Promise<Claimed[]> {
