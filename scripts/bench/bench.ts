@@ -1,0 +1,572 @@
+/**
+ * `npm run bench`: the service as its own process on a fresh database of the local PostgreSQL
+ * server, driven over HTTP by autocannon, next to the PostgreSQL append ceiling measured by pgbench
+ * in the same run. Prints one table (see docs/performance.md for the scenarios and how to read it).
+ *
+ * Environment (all optional):
+ *   BENCH_PG_URL          PostgreSQL server, without a database (postgres://postgres@127.0.0.1:5432)
+ *   BENCH_SECONDS         length of the two main earn runs (20)
+ *   BENCH_SHORT_SECONDS   length of the hot-customer, summary and PGlite runs (15)
+ *   BENCH_PGBENCH_SECONDS length of the pgbench run (20)
+ *   BENCH_SOAK_SECONDS    length of the soak at half load (60; the target is stated for 300)
+ *   BENCH_HISTORY_EVENTS  prior events of the long-history customer (100000)
+ *   BENCH_CUSTOMERS       distinct customers the earn and summary loads spread over (1000)
+ *   BENCH_SERVER=source   run the server as `node --import tsx src/cli.ts` instead of building dist/
+ *   BENCH_LOG_LEVEL       the server's LOG_LEVEL (default: the service's own default)
+ *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
+ *   BENCH_KEEP=1          keep the temporary directory (server logs, profiles) and print its path
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
+import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
+import { type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
+import { snapshotStore } from '../../src/commands/snapshot-store.js';
+import { streams } from '../../src/commands/streams.js';
+import { openDatabase } from '../../src/db/database.js';
+import { newId } from '../../src/ids.js';
+import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { summarizeProfile } from './cpu-profile.js';
+import { Api, earnLoad, type LoadResult, percentile, summaryLoad } from './load.js';
+import {
+  createDatabase,
+  createdDatabases,
+  databaseCounters,
+  databaseUrl,
+  dropDatabase,
+  measureAppendCeiling,
+  sampleActivity,
+  serverInfo,
+  withClient,
+} from './postgres.js';
+import { buildService, cliHasCommand, initStore, type Keys, REPO_ROOT, SERVER_MODE, ServerProcess, type Store } from './service.js';
+
+function envInt(name: string, fallback: number): number {
+  const value = process.env[name];
+  const n = Number(value);
+  return value && Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+const settings = {
+  seconds: envInt('BENCH_SECONDS', 20),
+  shortSeconds: envInt('BENCH_SHORT_SECONDS', 15),
+  pgbenchSeconds: envInt('BENCH_PGBENCH_SECONDS', 20),
+  soakSeconds: envInt('BENCH_SOAK_SECONDS', 60),
+  historyEvents: envInt('BENCH_HISTORY_EVENTS', 100_000),
+  customers: envInt('BENCH_CUSTOMERS', 1000),
+  profile: process.env.BENCH_PROFILE === '1',
+  keep: process.env.BENCH_KEEP === '1',
+};
+
+interface Row {
+  scenario: string;
+  measured: string;
+  target: string;
+  /** The figure over the pgbench append ceiling (throughput rows). */
+  ratio: string;
+  /** null: not measured. */
+  pass: boolean | null;
+}
+
+const SERVER_ENV =
+  `logs at ${process.env.BENCH_LOG_LEVEL ? `LOG_LEVEL=${process.env.BENCH_LOG_LEVEL}` : "the service's default level"} into a file, ` +
+  'per-key rate limiting off (LOYALTY_RATE_LIMIT_RPS=0), PORT=0 on 127.0.0.1';
+
+const rows: Row[] = [];
+const notes: string[] = [];
+const cleanups: Array<() => Promise<unknown>> = [];
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const ms = (n: number) => `${fmt(n, n < 10 ? 2 : 1)} ms`;
+const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+function describeErrors(r: LoadResult): string {
+  const bad = Object.entries(r.statusCodes).filter(([code]) => !code.startsWith('2'));
+  const parts = bad.map(([code, n]) => `${fmt(n)}× ${code}`);
+  if (r.errors) parts.push(`${fmt(r.errors)} connection errors (${fmt(r.timeouts)} timeouts)`);
+  return parts.length ? `; NOT 2xx: ${parts.join(', ')}` : '';
+}
+
+async function main() {
+  const started = performance.now();
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'loyalty-bench-'));
+  cleanups.push(async () => (settings.keep ? log(`kept ${tmp}`) : rm(tmp, { recursive: true, force: true })));
+
+  const pgInfo = await serverInfo();
+  const cpus = os.cpus();
+  const machine = [
+    `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}`,
+    `${fmt(os.totalmem() / 2 ** 30, 1)} GiB memory`,
+    `Node ${process.version}`,
+    `PostgreSQL ${pgInfo.version} (${Object.entries(pgInfo.settings).map(([k, v]) => `${k}=${v}`).join(', ')})`,
+    `load average at start ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    `code ${await codeVersion()}`,
+  ];
+  log(`machine: ${machine.join('; ')}`);
+  if (SERVER_MODE === 'dist') {
+    log('npm run build (the server runs from dist/, as `npm start` does; BENCH_SERVER=source runs src/ through tsx)');
+    await buildService();
+  }
+  notes.push(
+    SERVER_MODE === 'dist'
+      ? `Server: \`node dist/cli.js serve\` (after \`npm run build\`), ${SERVER_ENV}.`
+      : `Server: \`node --import tsx src/cli.ts serve\` (BENCH_SERVER=source), ${SERVER_ENV}.`,
+  );
+
+  // 1. The PostgreSQL ceiling for the smallest append.
+  log(`pgbench: 32 clients, ${settings.pgbenchSeconds} s, 100,000 streams`);
+  const ceiling = await measureAppendCeiling(tmp, settings.pgbenchSeconds);
+  log(`pgbench ceiling: ${fmt(ceiling.tps)} tps (avg latency ${ceiling.latencyMs} ms)`);
+  const ratio = (perSecond: number) => `${fmt(perSecond / ceiling.tps, 2)}×`;
+
+  // 2. The service on the PostgreSQL server.
+  const dbName = await createDatabase('main');
+  cleanups.push(() => dropDatabase(dbName));
+  const store: Store = { databaseUrl: databaseUrl(dbName) };
+  const keys = await initStore(store);
+  let server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres.log') });
+  cleanups.push(() => server.stop());
+  log(`server (PostgreSQL mode) pid ${server.pid} at ${server.url}, database ${dbName}`);
+  let api = new Api(server.url, keys.private_key);
+
+  const t0 = performance.now();
+  const customers = await api.createCustomers(settings.customers, 'load');
+  const createSeconds = (performance.now() - t0) / 1000;
+  notes.push(`Setup: ${fmt(settings.customers)} customers created through POST /customers (16 concurrent) in ${fmt(createSeconds, 1)} s = ${fmt(settings.customers / createSeconds)} creates/s.`);
+  log(`created ${settings.customers} customers in ${createSeconds.toFixed(1)} s`);
+
+  const rssAfter: string[] = [];
+  const markRss = async (label: string) => rssAfter.push(`${label} ${fmt(await server.rssMb())}`);
+  await markRss('start-up + customers');
+  log('warm-up: 3 s of earns');
+  await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+
+  // Row 1: earn throughput, distinct customers.
+  log(`earn, distinct customers, 64 connections, ${settings.seconds} s`);
+  const countersBefore = await databaseCounters(dbName);
+  const activity = sampleActivity(dbName);
+  const full = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
+  const waits = await activity.stop();
+  await new Promise((r) => setTimeout(r, 1500)); // backends flush their statistics about once a second
+  const countersAfter = await databaseCounters(dbName);
+  const perEarn = (k: keyof typeof countersAfter) => fmt((countersAfter[k] - countersBefore[k]) / Math.max(1, full.ok), 1);
+  notes.push(
+    `Database work per answered earn in that run (pg_stat_database, approximate): ${perEarn('commits')} transactions (single-statement reads included), ${perEarn('rollbacks')} rollbacks, ` +
+      `${perEarn('inserted')} rows inserted, ${perEarn('updated')} rows updated, ${perEarn('fetched')} rows fetched.`,
+  );
+  notes.push(
+    `During the 64-connection earn run, the service's PostgreSQL backends were (share of pg_stat_activity samples every 100 ms): ` +
+      waits.slice(0, 6).map((w) => `${w.state} ${fmt(w.share * 100)}%`).join(', ') + '.',
+  );
+  rows.push({
+    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, 64 connections, ${full.seconds} s`,
+    measured: `${fmt(full.okPerSecond)} earns/s (p50 ${ms(full.p50)}, p99 ${ms(full.p99)})${describeErrors(full)}`,
+    target: `≥ 1.0 × ceiling = ${fmt(ceiling.tps)}/s`,
+    ratio: ratio(full.okPerSecond),
+    pass: full.okPerSecond >= ceiling.tps && full.non2xx === 0 && full.errors === 0,
+  });
+
+  await markRss('earn run');
+
+  // Row 2: the same load at half that rate.
+  const halfRate = full.okPerSecond / 2;
+  log(`earn at half rate (${halfRate.toFixed(0)}/s), 64 connections, ${settings.seconds} s`);
+  const half = await earnLoad({
+    baseUrl: server.url,
+    key: keys.private_key,
+    customers,
+    connections: 64,
+    seconds: settings.seconds,
+    overallRate: halfRate,
+  });
+  rows.push({
+    scenario: `same load at half that rate (${fmt(halfRate)}/s offered)`,
+    measured: `p99 ${ms(half.p99)} (p50 ${ms(half.p50)}) at ${fmt(half.okPerSecond)} earns/s${describeErrors(half)}`,
+    target: 'p99 ≤ 25 ms',
+    ratio: ratio(half.okPerSecond),
+    pass: half.p99 <= 25 && half.non2xx === 0 && half.errors === 0,
+  });
+
+  await markRss('half rate');
+
+  // Row 3: one hot customer.
+  const [hot] = await api.createCustomers(1, 'hot');
+  const before = await api.balance(hot!);
+  log(`earn, one hot customer, 32 connections, ${settings.shortSeconds} s`);
+  const hotRun = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds });
+  await quiesce(dbName); // requests still in flight when autocannon stopped finish, and are projected
+  const after = await api.balance(hot!);
+  const logged = await withClient(
+    async (c) =>
+      (
+        await c.query<{ n: number; points: number }>(
+          `select count(*)::int as n, coalesce(sum((data->>'amount')::int), 0)::int as points from events where stream_id = $1 and type = 'PointsEarned'`,
+          [streams.customer(hot!)],
+        )
+      ).rows[0]!,
+    dbName,
+  );
+  // Exact: the balance is the sum of the earn events in the log, and every answered earn is one of
+  // them (a few more may have been in flight when the load stopped: at most one per connection).
+  const inFlight = logged.n - hotRun.ok;
+  const exact = after === before + logged.points && logged.points === logged.n && inFlight >= 0 && inFlight <= 32 + hotRun.non2xx;
+  rows.push({
+    scenario: `one hot customer, 32 connections, ${hotRun.seconds} s`,
+    measured:
+      `${fmt(hotRun.okPerSecond)} earns/s (p50 ${ms(hotRun.p50)}, p99 ${ms(hotRun.p99)}); balance ${fmt(after)} = ${fmt(logged.n)} earn events in the log ` +
+      `(${fmt(hotRun.ok)} answered 201 + ${fmt(inFlight)} in flight at stop): ${exact ? 'exact' : 'NOT EXACT'}${describeErrors(hotRun)}`,
+    target: '≥ 400 earns/s, final balance exact',
+    ratio: ratio(hotRun.okPerSecond),
+    pass: hotRun.okPerSecond >= 400 && exact,
+  });
+
+  await markRss('hot customer');
+
+  // Row 4: a customer with a long history, seeded while the server is down (so its memory holds
+  // nothing of that customer), then loaded the way it would be after any restart.
+  const [fresh, long] = await api.createCustomers(2, 'history');
+  await server.stop();
+  const n = settings.historyEvents;
+  log(`server stopped; seeding ${fmt(n)} PointsEarned events on ${long} (the service's decider, event store and snapshot store)`);
+  const t1 = performance.now();
+  await seedHistory(dbName, keys.business_id, long!, n);
+  const seedSeconds = (performance.now() - t1) / 1000;
+  const t2 = performance.now();
+  server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-2.log') });
+  const caughtUp = await waitForProjections(dbName, 240);
+  const restartSeconds = (performance.now() - t2) / 1000;
+  api = new Api(server.url, keys.private_key);
+  log(`seeded in ${seedSeconds.toFixed(1)} s; server restarted and its read models caught up in ${restartSeconds.toFixed(1)} s`);
+  notes.push(
+    `Long history: ${fmt(n)} events seeded in ${fmt(seedSeconds, 1)} s by the bulk path (the service's decider, event store and snapshot store in the bench process, 1,000 events per append); ` +
+      (caughtUp
+        ? `the restarted server was listening with its read models caught up after ${fmt(restartSeconds, 1)} s = ${fmt(n / restartSeconds)} events/s (start-up catch-up, not a rebuild).`
+        : 'the restarted server\'s read models had NOT caught up after 240 s.'),
+  );
+  rows.push(await longHistory(api, fresh!, long!, n, caughtUp));
+  await markRss('long history (restarted)');
+
+  // Row 5: projection rebuild.
+  rows.push({
+    scenario: 'projection rebuild of 1,000,000 events',
+    measured: (await cliHasCommand(['projections', 'rebuild']))
+      ? 'not measured: the bench does not drive `loyalty projections rebuild` yet'
+      : 'not measured: `loyalty projections rebuild` does not exist yet',
+    target: '≥ 20,000 events/s',
+    ratio: '—',
+    pass: null,
+  });
+
+  // Row 6: summary reads.
+  log(`GET summary, 64 connections, ${settings.shortSeconds} s`);
+  const reads = await summaryLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.shortSeconds });
+  rows.push({
+    scenario: `summary GET, ${fmt(customers.length)} customers, 64 connections, ${reads.seconds} s`,
+    measured: `${fmt(reads.okPerSecond)} req/s (p50 ${ms(reads.p50)}, p99 ${ms(reads.p99)})${describeErrors(reads)}`,
+    target: '≥ 5,000 req/s',
+    ratio: ratio(reads.okPerSecond),
+    pass: reads.okPerSecond >= 5000 && reads.non2xx === 0 && reads.errors === 0,
+  });
+
+  await markRss('summary GET');
+  notes.push(`Server RSS (MB) after each step: ${rssAfter.join(', ')}.`);
+
+  // Row 7: soak at half load, RSS sampled from /proc, on a freshly started server (same database),
+  // so the heap left grown by the bursts above does not count as the soak's.
+  await server.stop();
+  const soakServer = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-soak.log') });
+  cleanups.push(() => soakServer.stop());
+  rows.push(await soak(soakServer, keys, customers, halfRate, ratio));
+  await soakServer.stop();
+
+  // Row 8: embedded PGlite.
+  rows.push(await embedded(tmp, ratio));
+
+  const totalSeconds = (performance.now() - started) / 1000;
+  machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  printReport(machine, ceiling, totalSeconds);
+
+  if (settings.profile) await profileRun(tmp);
+}
+
+/** The commit the service was built from, and whether src/ had uncommitted changes. */
+async function codeVersion(): Promise<string> {
+  const git = (args: string[]) => promisify(execFile)('git', args, { cwd: REPO_ROOT }).then((r) => r.stdout.trim());
+  try {
+    const head = await git(['rev-parse', '--short', 'HEAD']);
+    const dirty = await git(['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json']);
+    return dirty ? `${head} + uncommitted changes in src/ or package files` : head;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
+/** Row 4: p50 of sequential earns on a customer with a long history, against a fresh customer's. */
+async function longHistory(api: Api, fresh: string, long: string, n: number, caughtUp: boolean): Promise<Row> {
+  const seconds = 8;
+  const scenario = `earn on a customer with ${fmt(n)} prior events (1 connection, ${seconds} s each)`;
+  const target = 'p50 ≤ 1.25 × fresh';
+  const balance = await api.balance(long);
+  if (!caughtUp || balance !== n) {
+    const why = caughtUp ? `the seeded customer's balance reads ${balance}, expected ${n}` : 'the read models did not catch up with the seeded events in 240 s';
+    return { scenario, measured: `not measured: ${why}`, target, ratio: '—', pass: false };
+  }
+  // The first earn on the long customer is its cold load (snapshot + events after it) in a server
+  // that has not seen it; it is timed on its own, before the fresh customer warms the path.
+  const [firstEarn] = await api.sequentialEarns(long, 120, 1);
+  await api.sequentialEarns(fresh, 1); // warm-up
+  const freshLatencies = await api.sequentialEarns(fresh, seconds);
+  const longLatencies = await api.sequentialEarns(long, seconds);
+  const after = await api.balance(long);
+  const expected = n + 1 + longLatencies.length;
+  const p50Fresh = percentile(freshLatencies, 50);
+  const p50Long = percentile(longLatencies, 50);
+  const factor = p50Long / p50Fresh;
+  return {
+    scenario,
+    measured:
+      `p50 ${ms(p50Long)} vs ${ms(p50Fresh)} fresh = ${fmt(factor, 2)}× (p99 ${ms(percentile(longLatencies, 99))} vs ${ms(percentile(freshLatencies, 99))}); ` +
+      `first (cold) earn after the restart ${ms(firstEarn ?? Number.NaN)}; balance ${after === expected ? 'exact' : `OFF: ${after} ≠ ${expected}`}`,
+    target,
+    ratio: '—',
+    pass: factor <= 1.25 && after === expected,
+  };
+}
+
+/**
+ * The bulk path for a long history: the service's own decider decides `n` earns of 1 point on the
+ * customer's current state, the service's own event store appends them, 1,000 events per append
+ * (so hashes, revisions and the append lock are exactly what the server would have written), and
+ * the snapshot store keeps the folded state, as the server does while a stream grows. The server's
+ * projections apply the events when it starts, like any commit it has not seen.
+ */
+async function seedHistory(dbName: string, businessId: string, customerId: string, n: number): Promise<void> {
+  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: 2 });
+  try {
+    const store = new PostgresEventStore(database.db);
+    const stream = streams.customer(customerId);
+    const loaded = await loadAggregate(store, stream, customerDecider);
+    let state = loaded.state;
+    let revision = loaded.revision;
+    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+    for (let done = 0; done < n; ) {
+      const batch: CustomerEvent[] = [];
+      for (let i = 0; i < Math.min(1000, n - done); i++) {
+        const decided = customerDecider.decide(
+          {
+            type: 'RecordPoints',
+            pointsType: 'earn',
+            transactionId: newId('transaction'),
+            amount: 1,
+            applyMultiplier: false,
+            description: null,
+            reference: null,
+            metadata: {},
+            tiers: [],
+          },
+          state,
+        );
+        for (const event of decided) state = customerDecider.evolve(state, event);
+        batch.push(...decided);
+      }
+      const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx) }]);
+      revision = result.revisions[stream]!;
+      done += batch.length;
+    }
+    // The server snapshots a stream every SNAPSHOT_EVERY events it folds; the latest one is what a
+    // cold load reads, so write that one.
+    await snapshotStore(database.db).put(stream, revision as number, state);
+  } finally {
+    await database.close();
+  }
+}
+
+/** Waits until the log stops growing (for 1 s) and the read models have applied all of it. */
+async function quiesce(dbName: string): Promise<void> {
+  const last = () =>
+    withClient(async (c) => Number((await c.query('select coalesce(max(global_position), 0) as p from events')).rows[0]!.p), dbName);
+  const deadline = Date.now() + 60_000;
+  for (let previous = await last(); Date.now() < deadline; ) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = await last();
+    if (now === previous) break;
+    previous = now;
+  }
+  if (!(await waitForProjections(dbName, 60))) throw new Error('the read models did not catch up within 60 s after the load stopped');
+}
+
+/** Waits until every projection checkpoint has passed the last event of the log; false on timeout. */
+async function waitForProjections(dbName: string, timeoutSeconds: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return withClient(async (c) => {
+    for (;;) {
+      const { rows } = await c.query<{ behind: string }>(
+        `select count(*) as behind from projection_checkpoints
+          where global_position < (select coalesce(max(global_position), 0) from events)`,
+      );
+      if (Number(rows[0]!.behind) === 0) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, dbName);
+}
+
+/** Row 7: half load for BENCH_SOAK_SECONDS, the server's RSS sampled from /proc every 5 s. */
+async function soak(server: ServerProcess, keys: Keys, customers: string[], rate: number, ratio: (n: number) => string): Promise<Row> {
+  const samples: number[] = [];
+  const sample = async () => {
+    samples.push(await server.rssMb());
+  };
+  await sample();
+  log(`soak: ${settings.soakSeconds} s at ${rate.toFixed(0)} earns/s offered, RSS every 5 s`);
+  const timer = setInterval(() => void sample().catch(() => undefined), 5000);
+  const run = await earnLoad({
+    baseUrl: server.url,
+    key: keys.private_key,
+    customers,
+    connections: 64,
+    seconds: settings.soakSeconds,
+    overallRate: rate,
+  }).finally(() => clearInterval(timer));
+  await sample();
+  const start = samples[0]!;
+  const end = samples.at(-1)!;
+  const max = Math.max(...samples);
+  // RSS saws up and down with garbage collection, so compare peaks, after the first third of the
+  // run (the fresh server's heap growing to its working size): a leak raises the peak of the last
+  // half of the remaining samples above the peak of the first half.
+  const settled = samples.slice(Math.floor(samples.length / 3));
+  const half = Math.max(1, Math.floor(settled.length / 2));
+  const firstPeak = Math.max(...settled.slice(0, half));
+  const lastPeak = Math.max(...settled.slice(half));
+  const growth = (lastPeak - firstPeak) / firstPeak;
+  notes.push(`Soak RSS samples (MB, every 5 s): ${samples.map((s) => s.toFixed(0)).join(' ')}.`);
+  return {
+    scenario: `${settings.soakSeconds} s at half load (${fmt(rate)}/s offered) on a restarted server${settings.soakSeconds < 300 ? ' (the target is for 300 s: BENCH_SOAK_SECONDS=300)' : ''}`,
+    measured:
+      `RSS start ${fmt(start)} MB, max ${fmt(max)} MB, end ${fmt(end)} MB (after the first third, peak of the last half vs the first: ${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)}%); ` +
+      `${fmt(run.okPerSecond)} earns/s, p99 ${ms(run.p99)}${describeErrors(run)}`,
+    target: 'RSS ≤ 300 MB and flat (after the first third: last-half peak ≤ first-half peak + 10%)',
+    ratio: ratio(run.okPerSecond),
+    pass: max <= 300 && growth <= 0.1 && run.non2xx === 0 && run.errors === 0,
+  };
+}
+
+/** Row 8: a second server on an embedded PGlite store (LOYALTY_DATA_DIR, no DATABASE_URL). */
+async function embedded(tmp: string, ratio: (n: number) => string): Promise<Row> {
+  const store: Store = { dataDir: path.join(tmp, 'pglite') };
+  const keys = await initStore(store);
+  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-pglite.log') });
+  cleanups.push(() => server.stop());
+  log(`server (embedded PGlite) pid ${server.pid} at ${server.url}`);
+  try {
+    const api = new Api(server.url, keys.private_key);
+    const customers = await api.createCustomers(200, 'embedded');
+    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+    log(`embedded earn, 200 distinct customers, 64 connections, ${settings.shortSeconds} s`);
+    const run = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.shortSeconds });
+    return {
+      scenario: `embedded PGlite mode, earn, 200 distinct customers, 64 connections, ${run.seconds} s`,
+      measured: `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)})${describeErrors(run)}`,
+      target: '≥ 300 earns/s',
+      ratio: ratio(run.okPerSecond),
+      pass: run.okPerSecond >= 300 && run.non2xx === 0 && run.errors === 0,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+function printReport(machine: string[], ceiling: { tps: number; latencyMs: number | null; seconds: number }, totalSeconds: number) {
+  const verdict = (pass: boolean | null) => (pass === null ? 'not measured' : pass ? 'PASS' : 'FAIL');
+  const lines = [
+    '',
+    `PostgreSQL append ceiling (pgbench, 32 clients, 100,000 streams, ${ceiling.seconds} s): ${fmt(ceiling.tps)} tps, average latency ${ceiling.latencyMs} ms`,
+    '',
+    '| Scenario | Measured | Target | × ceiling | Result |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.scenario} | ${r.measured} | ${r.target} | ${r.ratio} | ${verdict(r.pass)} |`),
+    '',
+    ...notes.map((n) => `- ${n}`),
+    `- Machine: ${machine.join('; ')}.`,
+    `- Whole run: ${fmt(totalSeconds)} s.`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+/** BENCH_PROFILE=1: the distinct-customer earn load once more, on a server under `node --cpu-prof`. */
+async function profileRun(tmp: string) {
+  const dir = path.join(tmp, 'profile');
+  await mkdir(dir, { recursive: true });
+  const dbName = await createDatabase('profile');
+  cleanups.push(() => dropDatabase(dbName));
+  const store: Store = { databaseUrl: databaseUrl(dbName) };
+  const keys = await initStore(store);
+  const server = await ServerProcess.start({
+    store,
+    logFile: path.join(tmp, 'server-profile.log'),
+    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+  });
+  cleanups.push(() => server.stop());
+  const api = new Api(server.url, keys.private_key);
+  const customers = await api.createCustomers(settings.customers, 'profile');
+  log(`profile: earn, distinct customers, 64 connections, ${settings.seconds} s, server under --cpu-prof`);
+  const run = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
+  await server.stop();
+  const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no .cpuprofile was written in ${dir}`);
+  const summary = await summarizeProfile(path.join(dir, file));
+  const pct = (share: number) => `${fmt(share * 100, 1)}%`;
+  process.stdout.write(
+    [
+      '',
+      `CPU profile of the server (whole process: start-up, ${fmt(settings.customers)} customer creations, ${settings.seconds} s of earns at ${fmt(run.okPerSecond)}/s):`,
+      `busy ${fmt(summary.busyMs / 1000, 1)} s of ${fmt(summary.totalMs / 1000, 1)} s profiled`,
+      '',
+      'Self time by place:',
+      ...summary.places.map((p) => `  ${pct(p.share).padStart(6)}  ${p.name}`),
+      '',
+      'Top self-time functions:',
+      ...summary.functions.map((f) => `  ${pct(f.share).padStart(6)}  ${f.name}`),
+      '',
+      ...summary.callers.flatMap((c) => [
+        `Heaviest paths into ${c.name} (nearest caller first):`,
+        ...c.paths.map((p) => `  ${pct(p.share).padStart(6)}  ${p.name}`),
+        '',
+      ]),
+      `(profile: ${path.join(dir, file)}${settings.keep ? '' : ' — set BENCH_KEEP=1 to keep it'})`,
+      '',
+    ].join('\n'),
+  );
+}
+
+async function cleanup() {
+  for (const name of createdDatabases) cleanups.splice(1, 0, () => dropDatabase(name)); // before the temp dir goes
+  while (cleanups.length > 0) {
+    const step = cleanups.pop()!;
+    try {
+      await step();
+    } catch (error) {
+      log(`cleanup: ${(error as Error).message}`);
+    }
+  }
+}
+
+process.on('SIGINT', () => {
+  log('interrupted: stopping servers, dropping databases');
+  void cleanup().finally(() => process.exit(130));
+});
+
+try {
+  await main();
+} catch (error) {
+  settings.keep = true; // the server logs explain most failures
+  log(`FAILED: ${(error as Error).stack ?? String(error)}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}

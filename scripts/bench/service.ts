@@ -1,0 +1,143 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The repository root (scripts/bench/ is two levels down). */
+export const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+/**
+ * How the service is started. `dist` (the default): `node dist/cli.js …`, built by `npm run build`
+ * first, which is what `npm start` runs in production. `source` (BENCH_SERVER=source): `node
+ * --import tsx src/cli.ts …`, which skips the build but carries tsx's loader thread (more memory).
+ */
+export const SERVER_MODE: 'dist' | 'source' = process.env.BENCH_SERVER === 'source' ? 'source' : 'dist';
+const CLI = SERVER_MODE === 'dist' ? ['dist/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
+
+/** `npm run build` when the server runs from dist/. */
+export async function buildService(): Promise<void> {
+  if (SERVER_MODE !== 'dist') return;
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  try {
+    await run(npm, ['run', 'build', '--silent'], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    // tsc still emits on type errors; only a missing entry point stops the bench.
+    if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) throw error;
+    process.stderr.write(`[bench] npm run build reported errors; running the emitted dist/ anyway:\n${(error as { stdout?: string }).stdout ?? ''}\n`);
+  }
+}
+
+/** Where the service keeps its data: a PostgreSQL server database, or an embedded PGlite directory. */
+export type Store = { databaseUrl: string } | { dataDir: string };
+
+function storeEnv(store: Store): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.DATABASE_URL;
+  delete env.LOYALTY_DATA_DIR;
+  if ('databaseUrl' in store) env.DATABASE_URL = store.databaseUrl;
+  else env.LOYALTY_DATA_DIR = store.dataDir;
+  return env;
+}
+
+export interface Keys {
+  business_id: string;
+  private_key: string;
+  public_key: string;
+}
+
+/** `loyalty init --json`: the first business and its keys, created before the server starts. */
+export async function initStore(store: Store): Promise<Keys> {
+  const { stdout } = await run(process.execPath, [...CLI, 'init', '--json'], {
+    cwd: REPO_ROOT,
+    env: { ...storeEnv(store), LOG_LEVEL: 'warn' },
+  });
+  return JSON.parse(stdout) as Keys;
+}
+
+/** Whether the CLI has a command (`--help` on it succeeds). */
+export async function cliHasCommand(words: string[]): Promise<boolean> {
+  try {
+    await run(process.execPath, [...CLI, ...words, '--help'], { cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' } });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface ServerOptions {
+  store: Store;
+  /** Extra node flags, e.g. `--cpu-prof`. */
+  nodeFlags?: string[];
+  /** Where the server's stdout and stderr go. */
+  logFile: string;
+}
+
+/** The service running as its own process (`loyalty serve`), on a free port of 127.0.0.1. */
+export class ServerProcess {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+    private readonly exited: Promise<number | null>,
+  ) {}
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  static async start(options: ServerOptions): Promise<ServerProcess> {
+    // The server writes its logs straight into the file (no pipe through the bench process, which
+    // is busy generating load); its first lines tell the port it listens on.
+    const out = openSync(options.logFile, 'a');
+    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve'], {
+      cwd: REPO_ROOT,
+      env: {
+        ...storeEnv(options.store),
+        PORT: '0',
+        HOST: '127.0.0.1',
+        // The bench drives one API key far past the default per-key limit (100 req/s): off.
+        LOYALTY_RATE_LIMIT_RPS: '0',
+        ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
+      },
+      stdio: ['ignore', out, out],
+    });
+    closeSync(out);
+    let exitCode: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => {
+        exitCode = code;
+        resolve(code);
+      }),
+    );
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const match = /Listening on (http:\/\/\S+)/.exec(await readFile(options.logFile, 'utf8'));
+      if (match) return new ServerProcess(child, match[1]!, exited);
+      if (exitCode !== undefined) throw new Error(`the server exited with code ${exitCode} before listening; see ${options.logFile}`);
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`the server did not start listening within 60 s; see ${options.logFile}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Resident set size of the server process, in MB (from /proc/<pid>/status). */
+  async rssMb(): Promise<number> {
+    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+    return kb / 1024;
+  }
+
+  /** SIGTERM (a graceful stop: in-flight requests finish, then the store closes); SIGKILL after 20 s. */
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 20_000);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
