@@ -556,7 +556,9 @@ async function cleanup() {
   }
 }
 
+let interrupted = false;
 process.on('SIGINT', () => {
+  interrupted = true;
   log('interrupted: stopping servers, dropping databases');
   void cleanup().finally(() => process.exit(130));
 });
@@ -564,9 +566,11 @@ process.on('SIGINT', () => {
 try {
   await main();
 } catch (error) {
-  settings.keep = true; // the server logs explain most failures
-  log(`FAILED: ${(error as Error).stack ?? String(error)}`);
-  process.exitCode = 1;
+  if (!interrupted) {
+    settings.keep = true; // the server logs explain most failures
+    log(`FAILED: ${(error as Error).stack ?? String(error)}`);
+    process.exitCode = 1;
+  }
 } finally {
   await cleanup();
 }
