@@ -1,27 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { type ApiKeyCommand, apiKeyDecider, type ApiKeyEvent } from '../../src/commands/api-key/api-key-decider.js';
 import { fold } from '../../src/commands/decider.js';
-import { ApiError } from '../../src/errors.js';
+import { deciderSpec } from '../support/decider-spec.js';
 
-// given events → when command → then events (or the ApiError it throws).
-function given(...events: ApiKeyEvent[]) {
-  const state = fold(apiKeyDecider, events);
-  return {
-    when: (command: ApiKeyCommand) => ({
-      then: (expected: ApiKeyEvent[]) => expect(apiKeyDecider.decide(command, state)).toEqual(expected),
-      thenThrows: (code: string, status: number) => {
-        let caught: unknown;
-        try {
-          apiKeyDecider.decide(command, state);
-        } catch (error) {
-          caught = error;
-        }
-        expect(caught, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-        expect(caught).toMatchObject({ code, status });
-      },
-    }),
-  };
-}
+const { given } = deciderSpec(apiKeyDecider);
 
 const key = {
   key_id: 'key_1',

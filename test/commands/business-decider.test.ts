@@ -8,28 +8,10 @@ import {
   PLAN_LIMITS,
 } from '../../src/commands/business/business-decider.js';
 import { fold } from '../../src/commands/decider.js';
-import { ApiError } from '../../src/errors.js';
+import { deciderSpec } from '../support/decider-spec.js';
 import type { Plan } from '../../src/events/business-events.js';
 
-// given events → when command → then events (or the ApiError it throws).
-function given(...events: BusinessEvent[]) {
-  const state = fold(businessDecider, events);
-  return {
-    when: (command: BusinessCommand) => ({
-      then: (expected: BusinessEvent[]) => expect(businessDecider.decide(command, state)).toEqual(expected),
-      thenThrows: (code: string, status: number) => {
-        let caught: unknown;
-        try {
-          businessDecider.decide(command, state);
-        } catch (error) {
-          caught = error;
-        }
-        expect(caught, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-        expect(caught).toMatchObject({ code, status });
-      },
-    }),
-  };
-}
+const { given } = deciderSpec(businessDecider);
 
 const created = (plan: Plan): BusinessEvent => ({ type: 'BusinessCreated', data: { business_id: 'biz_1', name: 'Bakery', plan } });
 const counted = (count: number): BusinessEvent => ({

@@ -9,34 +9,10 @@ import {
   type PointsType,
 } from '../../src/commands/customer/customer-decider.js';
 import { fold } from '../../src/commands/decider.js';
-import { ApiError } from '../../src/errors.js';
+import { deciderSpec, expectApiError } from '../support/decider-spec.js';
 import type { CustomerProfile } from '../../src/events/customer-events.js';
 
-// given events → when command → then events (or the ApiError it throws).
-function given(...events: CustomerEvent[]) {
-  return givenState(fold(customerDecider, events));
-}
-
-function givenState(state: CustomerState) {
-  return {
-    when: (command: CustomerCommand) => ({
-      then: (expected: CustomerEvent[]) => expect(customerDecider.decide(command, state)).toEqual(expected),
-      thenThrows: (code: string, status: number) => expectApiError(() => customerDecider.decide(command, state), code, status),
-    }),
-  };
-}
-
-function expectApiError(run: () => unknown, code: string, status: number): ApiError {
-  let caught: unknown;
-  try {
-    run();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-  expect(caught).toMatchObject({ code, status });
-  return caught as ApiError;
-}
+const { given, givenState } = deciderSpec(customerDecider);
 
 const profile = (overrides: Partial<CustomerProfile> = {}): CustomerProfile => ({
   email: 'ann@example.com',

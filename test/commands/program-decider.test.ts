@@ -2,32 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type ProgramCommand, programDecider, type ProgramEvent, type ProgramState, tiersByThreshold } from '../../src/commands/program/program-decider.js';
 import { fold } from '../../src/commands/decider.js';
-import { ApiError } from '../../src/errors.js';
+import { deciderSpec, expectApiError } from '../support/decider-spec.js';
 import type { EventTypeDefinition, TierDefinition } from '../../src/events/program-events.js';
 
-// given events → when command → then events (or the ApiError it throws).
-function given(...events: ProgramEvent[]) {
-  const state = fold(programDecider, events);
-  return {
-    state,
-    when: (command: ProgramCommand) => ({
-      then: (expected: ProgramEvent[]) => expect(programDecider.decide(command, state)).toEqual(expected),
-      thenThrows: (code: string, status: number) => expectApiError(() => programDecider.decide(command, state), code, status),
-    }),
-  };
-}
-
-function expectApiError(run: () => unknown, code: string, status: number): ApiError {
-  let caught: unknown;
-  try {
-    run();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-  expect(caught).toMatchObject({ code, status });
-  return caught as ApiError;
-}
+const { given } = deciderSpec(programDecider);
 
 const tier = (id: string, name: string, threshold: number, overrides: Partial<TierDefinition> = {}): TierDefinition => ({
   tier_id: id,
