@@ -1,8 +1,7 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { type Received, type Receiver, signatureFor, startReceiver } from '../support/webhook-receiver.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const WEBHOOK_ID = /^whk_[A-Za-z0-9_-]{16,}$/;
@@ -20,53 +19,9 @@ const EVENT_NAMES = [
   'redemption.cancelled',
 ];
 
-interface Received {
-  headers: Record<string, string>;
-  body: string;
-  payload: any;
-}
-
-/** A real HTTP receiver on 127.0.0.1 that records every request and answers 200. */
-async function startReceiver() {
-  const received: Received[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
-      let payload: unknown;
-      try {
-        payload = JSON.parse(body);
-      } catch {
-        payload = undefined;
-      }
-      received.push({ headers, body, payload });
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks`,
-    received,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-type Receiver = Awaited<ReturnType<typeof startReceiver>>;
-
 /** The signatures of a `webhook-signature` header (`v1,<base64>` separated by spaces). */
 const signaturesOf = (received: Received) => received.headers['webhook-signature']!.split(' ');
 
-/** What `secret` signs for this delivery, at the timestamp it carries (Standard Webhooks reference signer). */
-function expectedSignature(secret: string, received: Received): string {
-  const timestamp = new Date(Number(received.headers['webhook-timestamp']) * 1000);
-  return new Webhook(secret).sign(received.headers['webhook-id']!, timestamp, received.body);
-}
 
 describe('webhooks API', () => {
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: local receivers; the dispatcher is driven by hand with an injected clock. */
@@ -391,7 +346,7 @@ describe('webhooks API', () => {
           attempted_at: expect.stringMatching(ISO_MS),
           status_code: 200,
           duration_ms: expect.any(Number),
-          response_excerpt: 'thanks',
+          response_excerpt: 'ok',
           error: null,
           message_status: 'delivered',
           next_attempt_at: null,
@@ -460,15 +415,15 @@ describe('webhooks API', () => {
       await sendTest(key, id);
       await dispatch(new Date(rotatedFrom + 24 * HOUR - 60_000));
       const lateOverlap = r.received.at(-1)!;
-      expect(signaturesOf(lateOverlap).sort()).toEqual([expectedSignature(oldSecret, lateOverlap), expectedSignature(newSecret, lateOverlap)].sort());
+      expect(signaturesOf(lateOverlap).sort()).toEqual([signatureFor(oldSecret, lateOverlap), signatureFor(newSecret, lateOverlap)].sort());
 
       // After 24 hours only the new secret signs.
       await sendTest(key, id);
       await dispatch(new Date(rotatedUntil + 24 * HOUR + 1000));
       const after = r.received.at(-1)!;
       expect(r.received).toHaveLength(3);
-      expect(signaturesOf(after)).toEqual([expectedSignature(newSecret, after)]);
-      expect(signaturesOf(after)).not.toContain(expectedSignature(oldSecret, after));
+      expect(signaturesOf(after)).toEqual([signatureFor(newSecret, after)]);
+      expect(signaturesOf(after)).not.toContain(signatureFor(oldSecret, after));
     });
 
     it('rotating twice keeps the first two secrets signing during their overlap and always signs with the newest', async () => {
@@ -503,8 +458,8 @@ describe('webhooks API', () => {
       const after = r.received.at(-1)!;
       const signatures = signaturesOf(after);
       expect(signatures).toHaveLength(1);
-      expect(signatures).not.toContain(expectedSignature(original, after));
-      expect(answered.map((secret) => expectedSignature(secret, after))).toContain(signatures[0]);
+      expect(signatures).not.toContain(signatureFor(original, after));
+      expect(answered.map((secret) => signatureFor(secret, after))).toContain(signatures[0]);
     });
   });
 
