@@ -27,17 +27,7 @@ describe('concurrent requests', () => {
     return response.body.id as string;
   }
 
-  async function walk(key: string, path: string): Promise<any[]> {
-    const items: any[] = [];
-    let next: string | null = path;
-    while (next) {
-      const page: TestResponse = await t.request('GET', next, { key });
-      expect(page.status, page.text).toBe(200);
-      items.push(...page.body);
-      next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return items;
-  }
+  const walk = (key: string, path: string) => t.walk(key, path);
 
   const ledger = (key: string, id: string) => walk(key, `/api/v1/customers/${id}/transactions?limit=200`);
   const stream = (key: string, id: string): Promise<StreamEvent[]> => walk(key, `/api/v1/customers/${id}/stream?limit=200`);

@@ -53,17 +53,7 @@ describe('events', () => {
     return response.body as Array<{ id: string; type: string; amount: number; balance: number; description: string | null }>;
   }
 
-  async function walk(key: string, path: string): Promise<any[]> {
-    const items: any[] = [];
-    let next: string | null = path;
-    while (next) {
-      const page: TestResponse = await t.request('GET', next, { key });
-      expect(page.status, page.text).toBe(200);
-      items.push(...page.body);
-      next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return items;
-  }
+  const walk = (key: string, path: string) => t.walk(key, path);
 
   /** The contract's example: 1 point per whole currency unit spent, 2 per unit on orders of 100 or more, capped at 1000. */
   const PURCHASE = {

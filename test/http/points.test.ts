@@ -57,17 +57,7 @@ describe('points', () => {
   }
 
   /** Every item of a list endpoint, following the Link headers. */
-  async function walk(key: string, path: string): Promise<any[]> {
-    const items: any[] = [];
-    let next: string | null = path;
-    while (next) {
-      const page: TestResponse = await t.request('GET', next, { key });
-      expect(page.status, page.text).toBe(200);
-      items.push(...page.body);
-      next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
-    }
-    return items;
-  }
+  const walk = (key: string, path: string) => t.walk(key, path);
 
   const ledger = (key: string, customerId: string) => walk(key, `/api/v1/customers/${customerId}/transactions?limit=200`);
   const stream = (key: string, customerId: string) => walk(key, `/api/v1/customers/${customerId}/stream?limit=200`);

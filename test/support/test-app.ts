@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import pino from 'pino';
 import { provisionBusiness, type ProvisionedBusiness } from '../../src/cli/provision.js';
 import { type Config, loadConfig } from '../../src/config.js';
@@ -12,6 +13,8 @@ export interface TestApp {
   business(plan?: 'free' | 'unlimited'): Promise<ProvisionedBusiness>;
   /** One HTTP request through the real app (no network); JSON body in, parsed JSON out. */
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** Every item of a list, following its `Link: rel="next"` pages (each must answer 200). */
+  walk(key: string, path: string): Promise<any[]>;
   close(): Promise<void>;
 }
 
@@ -77,6 +80,17 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         parsed = undefined;
       }
       return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    async walk(this: TestApp, key: string, path: string) {
+      const items: any[] = [];
+      let next: string | null = path;
+      while (next) {
+        const page: TestResponse = await this.request('GET', next, { key });
+        expect(page.status, page.text).toBe(200);
+        items.push(...page.body);
+        next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
+      }
+      return items;
     },
     close: () => services.close(),
   };
