@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import type { AppEnv } from './env.js';
+import { redactSecrets } from './redact-secrets.js';
 
 /** PostgreSQL/driver failures that mean "the store is unreachable", answered 503 rather than 500. */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
@@ -34,7 +35,17 @@ export function toApiError(error: unknown): ApiError {
 /** The JSON error body every failure gets: `{code, message, request_id, details?, …extras}`. */
 export function errorResponse(c: Context<AppEnv>, error: ApiError): Response {
   for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-  return c.json({ code: error.code, message: error.message, request_id: c.get('requestId'), ...error.extras }, error.status);
+  const details = error.extras.details as ValidationIssue[] | undefined;
+  return c.json(
+    {
+      code: error.code,
+      message: redactSecrets(error.message),
+      request_id: c.get('requestId'),
+      ...error.extras,
+      ...(details ? { details: details.map((d) => ({ path: redactSecrets(d.path), message: redactSecrets(d.message) })) } : {}),
+    },
+    error.status,
+  );
 }
 
 /** Zod issues as the `details` of a validation error: one `{path, message}` per problem. */

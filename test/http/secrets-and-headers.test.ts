@@ -33,6 +33,9 @@ describe('secrets and security headers', () => {
       await t.request('POST', '/api/v1/keys', { key: biz.public_key, body: { type: 'private' } }),
       await t.request('PATCH', `/api/v1/webhooks/${webhook.body.id}`, { key, body: { secret: webhook.body.secret } }),
       await t.request('POST', '/api/v1/customers', { key, rawBody: `{"email": "${key}"`, headers: { 'content-type': 'application/json' } }),
+      await t.request('GET', `/api/v1/customers/${key}`, { key }), // a key put in a path: 404 naming the id
+      await t.request('GET', `/api/v1/${biz.public_key}`, { key }), // no such route
+      await t.request('GET', `/api/v1/webhooks/${webhook.body.secret}/deliveries`, { key }),
       // lists and reads
       await t.request('GET', '/api/v1/keys', { key }),
       await t.request('GET', '/api/v1/webhooks', { key }),
@@ -40,7 +43,7 @@ describe('secrets and security headers', () => {
       await t.request('GET', `/api/v1/webhooks/${webhook.body.id}/deliveries`, { key }),
       await t.request('GET', '/metrics'),
     ];
-    expect(answers.slice(0, 6).every((a) => a.status >= 400)).toBe(true);
+    expect(answers.slice(0, 9).every((a) => a.status >= 400)).toBe(true);
     for (const answer of answers) {
       for (const secret of secrets) {
         const bare = secret.replace(/^(sk_live_|pk_live_|whsec_)/, '');

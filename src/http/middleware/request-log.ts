@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import type { Principal } from '../../projections/access/access-queries.js';
 import type { AppEnv } from '../env.js';
+import { redactSecrets } from '../redact-secrets.js';
 
 /**
  * One JSON log line per request: id, method, route pattern, path, status, duration, and who asked
@@ -16,7 +17,7 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
       request_id: c.get('requestId'),
       method: c.req.method,
       route: c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : null,
-      path: c.req.path,
+      path: redactSecrets(c.req.path),
       status: c.res.status,
       duration_ms: Math.round((performance.now() - started) * 100) / 100,
       business_id: principal?.businessId ?? null,
