@@ -355,6 +355,22 @@ describe('webhooks API', () => {
       expect(Math.floor(Date.parse(log[0].attempted_at) / 1000)).toBe(Number(delivery!.headers['webhook-timestamp']));
     });
 
+    it('refuses a test send to a disabled endpoint (409 conflict) instead of queueing a message nobody will send', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver();
+      const { id } = await createWebhook(key, { url: r.url, events: ['*'] });
+      expect((await t.request('PATCH', `/api/v1/webhooks/${id}`, { key, body: { active: false } })).status).toBe(200);
+      expectError(await t.request('POST', `/api/v1/webhooks/${id}/test`, { key }), 409, 'conflict');
+      await dispatch();
+      expect(r.received).toEqual([]);
+      expect(await deliveries(key, id)).toEqual([]);
+
+      expect((await t.request('PATCH', `/api/v1/webhooks/${id}`, { key, body: { active: true } })).status).toBe(200);
+      await sendTest(key, id);
+      await dispatch();
+      expect(r.received).toHaveLength(1);
+    });
+
     it('pages the deliveries log oldest first', async () => {
       const { private_key: key } = await t.business();
       const r = await receiver();

@@ -194,13 +194,15 @@ export const webhookRoutes = createRouter()
       operationId: 'sendTestWebhook',
       tags,
       summary: 'Queue a webhook.test message to this endpoint',
+      description: 'A disabled endpoint (`active: false`) receives nothing: 409 `conflict` until it is enabled again.',
       middleware,
       request: { params: WebhookIdParamSchema },
-      responses: { 201: jsonResponse(TestMessageSchema, 'The queued message; its attempts show in deliveries.'), ...errorResponses(404) },
+      responses: { 201: jsonResponse(TestMessageSchema, 'The queued message; its attempts show in deliveries.'), ...errorResponses(404, 409) },
     }),
     async (c) => {
       const { webhook_id } = c.req.valid('param');
-      await webhookOr404(c, webhook_id);
+      const endpoint = await webhookOr404(c, webhook_id);
+      if (!endpoint.active) throw errors.conflict('This webhook endpoint is disabled; enable it (PATCH active: true) before sending a test.');
       const id = newId('message');
       await c.var.services.queries.webhooks.enqueueTest(c.var.principal.businessId, webhook_id, id, new Date());
       c.var.services.dispatcher.wake();
