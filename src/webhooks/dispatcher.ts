@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js';
 import { BackgroundLoop } from '../background-loop.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import type { webhookSecrets } from './secrets.js';
+import { FORBIDDEN_ADDRESS, webhookFetch } from './pinned-fetch.js';
 import { assertDeliverableUrl } from './url-guard.js';
 
 export interface DispatcherOptions {
@@ -51,7 +52,7 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.now = options.now ?? (() => new Date());
-    this.fetch = options.fetch ?? globalThis.fetch;
+    this.fetch = options.fetch ?? webhookFetch(options.allowPrivate);
     this.loop = new BackgroundLoop(async () => (await this.runOnce()) > 0, {
       pollMs: options.pollMs ?? 250,
       onError: (error) => options.logger?.error({ err: error }, 'webhook dispatch failed; will retry'),
@@ -169,6 +170,7 @@ function describeFailure(caught: unknown): string {
   if (caught instanceof Error) {
     if (caught.name === 'TimeoutError') return 'timed out';
     const cause = (caught as { cause?: { code?: string; message?: string } }).cause;
+    if (cause?.code === FORBIDDEN_ADDRESS) return `url refused: ${cause.message}`;
     return cause?.code ? `${caught.message}: ${cause.code}` : caught.message;
   }
   return String(caught);
