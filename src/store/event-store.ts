@@ -5,7 +5,21 @@ import type { EventMetadata } from '../events/metadata.js';
  * PGlite). Every adapter passes `test/store/event-store.contract.ts`.
  */
 export interface EventStore {
-  /** Appends to several streams atomically: all writes succeed or none does. */
+  /**
+   * Appends to several streams atomically: all writes succeed or none does.
+   *
+   * A write without events and with a numeric or `no_stream` `expected` is a **condition**: the
+   * append fails with `WrongExpectedVersion` (naming that stream, `expected` and the revision it
+   * is at) unless the stream is at that revision, and the stream is not modified. So a change
+   * decided on another stream's state it holds in memory (a customer's earn on the business's
+   * program) can skip reading that stream and still fail if it moved. A write without events and
+   * with `any` checks nothing and does nothing. An append of conditions only writes nothing and
+   * answers `{ revisions: {}, position: START }`.
+   *
+   * How strongly a condition holds depends on the adapter: the PostgreSQL one checks it at commit
+   * (no commit of that stream orders between the check and this append's events in `readAll`);
+   * the KurrentDB one reads the stream just before appending, which is not atomic with the append.
+   */
   append(writes: AppendWrite[]): Promise<AppendResult>;
   /** Events of one stream in order (or newest first with `backwards`). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
@@ -22,6 +36,7 @@ export interface EventStore {
 /** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;
 
+/** Events to append to one stream at an expected revision; with no events, a condition (see `append`). */
 export interface AppendWrite {
   stream: string;
   expected: ExpectedRevision;

@@ -83,8 +83,12 @@ export class KurrentDbEventStore implements EventStore {
   }
 
   async append(writes: AppendWrite[]): Promise<AppendResult> {
+    // Conditions are read just before the append, not with it: KurrentDB has no way to check a
+    // stream it does not write in the same append, so a write to that stream landing in between
+    // goes unnoticed (the PostgreSQL adapter checks them at commit).
+    await Promise.all(writes.filter((w) => w.events.length === 0 && w.expected !== 'any').map((w) => this.checkCondition(w)));
     const nonEmpty = writes.filter((w) => w.events.length > 0);
-    if (nonEmpty.length === 0) throw new Error('an append needs at least one event');
+    if (nonEmpty.length === 0) return { revisions: {}, position: { globalPosition: 0n } };
     for (let attempt = 1; ; attempt++) {
       const requests = await Promise.all(nonEmpty.map((w) => this.prepare(w)));
       try {
@@ -99,6 +103,12 @@ export class KurrentDbEventStore implements EventStore {
         if (write?.expected !== 'any' || attempt >= ANY_RETRIES) throw mapped;
       }
     }
+  }
+
+  private async checkCondition(write: AppendWrite): Promise<void> {
+    const [last] = await this.readStream(write.stream, { backwards: true, max: 1 });
+    const actual = last ? last.streamPosition : 'no_stream';
+    if (actual !== write.expected) throw new WrongExpectedVersion(write.stream, write.expected, actual);
   }
 
   /** Pins the expected revision, derives ids and chains hashes for one stream's events. */

@@ -14,6 +14,7 @@ import {
   type StoredEvent,
   WrongExpectedVersion,
 } from '../../src/store/event-store.js';
+import { meta } from './store-test-helpers.js';
 
 /** What an adapter's test file hands the contract: a store on a fresh, empty backend. */
 export interface OpenedEventStore {
@@ -162,6 +163,67 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
       });
     });
 
+    describe('conditions (a write without events)', () => {
+      async function programAt(revision: number): Promise<string> {
+        const p = stream('program');
+        await store.append([{ stream: p, expected: 'no_stream', events: Array.from({ length: revision + 1 }, (_, n) => event(n)) }]);
+        return p;
+      }
+
+      it('lets the append through when the stream is at the expected revision, and leaves that stream as it was', async () => {
+        const [p, c] = [await programAt(1), stream('customer')];
+        const result = await store.append([
+          { stream: c, expected: 'no_stream', events: [event(0)] },
+          { stream: p, expected: 1, events: [] },
+        ]);
+        expect(result.revisions).toEqual({ [c]: 0 });
+        expect(await numbers(p)).toEqual([0, 1]);
+        expect(await numbers(c)).toEqual([0]);
+      });
+
+      it('fails the append when the stream is at another revision, naming the revision it is at, and writes nothing', async () => {
+        const [p, c] = [await programAt(1), stream('customer')];
+        const error = await failure(
+          store.append([
+            { stream: c, expected: 'no_stream', events: [event(0)] },
+            { stream: p, expected: 0, events: [] },
+          ]),
+        );
+        expectWrongVersion(error, p, 0, 1);
+        expect(await store.readStream(c)).toEqual([]);
+        expect(await numbers(p)).toEqual([0, 1]);
+      });
+
+      it('with no_stream, holds while the stream does not exist (and does not create it), and fails once it does', async () => {
+        const [absent, present, c] = [stream('absent'), await programAt(0), stream('customer')];
+        await store.append([
+          { stream: c, expected: 'no_stream', events: [event(0)] },
+          { stream: absent, expected: 'no_stream', events: [] },
+        ]);
+        expect(await store.readStream(absent)).toEqual([]);
+        // Still no stream: another no_stream append creates it.
+        await store.append([{ stream: absent, expected: 'no_stream', events: [event(0)] }]);
+        expectWrongVersion(await failure(store.append([{ stream: present, expected: 'no_stream', events: [] }])), present, 'no_stream', 0);
+      });
+
+      it('answers an append of conditions only with no revisions at START, and writes nothing', async () => {
+        const p = await programAt(2);
+        expect(await store.append([{ stream: p, expected: 2, events: [] }])).toEqual({ revisions: {}, position: START });
+        expectWrongVersion(await failure(store.append([{ stream: p, expected: 1, events: [] }])), p, 1, 2);
+        expect(await numbers(p)).toEqual([0, 1, 2]);
+      });
+
+      it('checks nothing and writes nothing for a write without events and with any', async () => {
+        const [p, c] = [stream('nothing'), stream('customer')];
+        const result = await store.append([
+          { stream: c, expected: 'no_stream', events: [event(0)] },
+          { stream: p, expected: 'any', events: [] },
+        ]);
+        expect(result.revisions).toEqual({ [c]: 0 });
+        expect(await store.readStream(p)).toEqual([]);
+      });
+    });
+
     describe('readStream', () => {
       let s: string;
       beforeAll(async () => {
@@ -227,7 +289,7 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
           'key with spaces.and.dots': 'ok',
         };
         const metadata: EventMetadata = {
-          ...meta(),
+          ...meta('biz_contract'),
           actor: 'key_abc',
           request_id: 'req-1',
           correlation_id: randomUUID(),
@@ -238,7 +300,7 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
         const arrayData = [1, 'two', { three: 3 }, null];
         const written = [
           { id: randomUUID(), type: 'RoundTripped', data, metadata },
-          { id: randomUUID(), type: 'ArrayCarried', data: arrayData, metadata: meta() },
+          { id: randomUUID(), type: 'ArrayCarried', data: arrayData, metadata: meta('biz_contract') },
         ];
         await store.append([{ stream: s, expected: 'no_stream', events: written }]);
         const read = await store.readStream(s);
@@ -535,26 +597,12 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
   });
 }
 
-function meta(): EventMetadata {
-  return {
-    event_id: randomUUID(),
-    event_version: 1,
-    business_id: 'biz_contract',
-    recorded_at: new Date().toISOString(),
-    actor: 'system',
-    request_id: null,
-    correlation_id: null,
-    causation_id: null,
-    idempotency_key: null,
-  };
-}
-
 function typed(type: string): NewEvent {
-  return { id: randomUUID(), type, data: { type }, metadata: meta() };
+  return { id: randomUUID(), type, data: { type }, metadata: meta('biz_contract') };
 }
 
 function event(n: number): NewEvent {
-  return { id: randomUUID(), type: 'ContractTested', data: { n }, metadata: meta() };
+  return { id: randomUUID(), type: 'ContractTested', data: { n }, metadata: meta('biz_contract') };
 }
 
 function events(count: number, writer: number, step: number): NewEvent[] {
@@ -562,7 +610,7 @@ function events(count: number, writer: number, step: number): NewEvent[] {
     id: randomUUID(),
     type: 'RaceTested',
     data: { writer, step, k },
-    metadata: meta(),
+    metadata: meta('biz_contract'),
   }));
 }
 

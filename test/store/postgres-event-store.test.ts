@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../src/db/schema.js';
-import type { EventMetadata } from '../../src/events/metadata.js';
-import { type Checkpoint, type EventStore, type NewEvent, START, type StoredEvent } from '../../src/store/event-store.js';
+import { type EventStore, START, type StoredEvent } from '../../src/store/event-store.js';
 import { APPEND_LOCK_KEY, PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase, STORE_KIND } from '../support/test-database.js';
 import { eventStoreContract } from './event-store.contract.js';
+import { compare, event, headCheckpoint, meta, readUntil, waitForLockWaiters, withRawClient } from './store-test-helpers.js';
 
+// A second batch starts whenever one append waits (the default waits for 50), so the contract's
+// races run with batches in flight together.
 eventStoreContract(STORE_KIND, async () => {
   const handle = await openTestDatabase();
-  return { store: new PostgresEventStore(handle.db), close: () => handle.close() };
+  return { store: new PostgresEventStore(handle.db, { pipelineFrom: 1 }), close: () => handle.close() };
 });
 
 const SERVER_ONLY = STORE_KIND !== 'postgres';
@@ -54,9 +54,10 @@ describe('postgres event store: readAll under concurrent transactions', () => {
   );
 
   it.skipIf(SERVER_ONLY)(
-    'numbers events in commit order: a reader that checkpoints after every page never skips one (needs a PostgreSQL server: PGlite has one connection)',
+    'numbers events in commit order, with batches of two stores in flight: a reader that checkpoints after every page never skips one (needs a PostgreSQL server: PGlite has one connection)',
     async () => {
       const s = `commit-order-${randomUUID()}`;
+      const stores = [new PostgresEventStore(handle.db, { pipelineFrom: 1 }), new PostgresEventStore(handle.db, { pipelineFrom: 1 })];
       let checkpoint = await headCheckpoint(store);
       const seen: StoredEvent[] = [];
       let writing = true;
@@ -64,7 +65,7 @@ describe('postgres event store: readAll under concurrent transactions', () => {
         Array.from({ length: 8 }, (_, w) =>
           (async () => {
             for (let i = 0; i < 25; i++) {
-              await store.append([{ stream: `${s}-${w}-${i}`, expected: 'no_stream', events: [event()] }]);
+              await stores[w % 2]!.append([{ stream: `${s}-${w}-${i}`, expected: 'no_stream', events: [event()] }]);
             }
           })(),
         ),
@@ -124,56 +125,8 @@ describe('postgres event store: readAll under concurrent transactions', () => {
   );
 });
 
-/**
- * Waits until `count` sessions of this database wait for a lock (the appends we are holding up).
- * Asked on a pooled connection: inside a transaction, pg_stat_activity is a frozen snapshot.
- */
-async function waitForLockWaiters(db: Kysely<Database>, count: number, cancel = { cancelled: false }): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!cancel.cancelled) {
-    const { rows } = await sql<{ waiting: number }>`select count(*)::int as waiting from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock'`.execute(db);
-    if (rows[0]!.waiting >= count) return;
-    if (Date.now() > deadline) throw new Error(`fewer than ${count} appends ever waited for a lock`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-function event(): NewEvent {
-  return { id: randomUUID(), type: 'CommitOrderTested', data: {}, metadata: meta() };
-}
-
-function meta(): EventMetadata {
-  return {
-    event_id: randomUUID(),
-    event_version: 1,
-    business_id: 'biz_store',
-    recorded_at: new Date().toISOString(),
-    actor: 'system',
-    request_id: null,
-    correlation_id: null,
-    causation_id: null,
-    idempotency_key: null,
-  };
-}
-
-function compare(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 function ids(events: StoredEvent[], prefix: string): string[] {
   return events.filter((e) => e.streamId.startsWith(prefix)).map((e) => e.eventId);
-}
-
-async function withRawClient(url: string, work: (client: pg.Client) => Promise<void>): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await work(client);
-  } finally {
-    await client.query('rollback').catch(() => {});
-    await client.end();
-  }
 }
 
 /** An event row written by hand inside the caller's open transaction, following the store's protocol (append lock first). */
@@ -186,39 +139,4 @@ async function insertRaw(client: pg.Client, stream: string, eventId: string): Pr
     [stream, eventId, JSON.stringify(meta())],
   );
   return { globalPosition: BigInt(rows[0]!.global_position) };
-}
-
-/**
- * Reads from `from` until every id in `wanted` was returned and a page comes back empty (a page
- * can be empty early while an unrelated transaction on the server is open, hence the deadline).
- */
-async function readUntil(
-  store: EventStore,
-  from: Checkpoint,
-  wanted: string[],
-  minimumMs = 0,
-): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
-  const missing = new Set(wanted);
-  const events: StoredEvent[] = [];
-  let checkpoint = from;
-  const started = Date.now();
-  const deadline = started + 15_000;
-  for (;;) {
-    const page = await store.readAll(checkpoint, 100);
-    events.push(...page.events);
-    page.events.forEach((e) => missing.delete(e.eventId));
-    checkpoint = page.checkpoint;
-    const done = missing.size === 0 && page.events.length === 0 && Date.now() - started >= minimumMs;
-    if (done || Date.now() > deadline) return { events, checkpoint };
-    if (page.events.length === 0) await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function headCheckpoint(store: EventStore): Promise<Checkpoint> {
-  let checkpoint = START;
-  for (;;) {
-    const page = await store.readAll(checkpoint, 1000);
-    if (page.events.length === 0) return checkpoint;
-    checkpoint = page.checkpoint;
-  }
 }
