@@ -57,14 +57,14 @@ export async function initStore(store: Store): Promise<Keys> {
   return JSON.parse(stdout) as Keys;
 }
 
-/** Whether the CLI has a command (`--help` on it succeeds). */
-export async function cliHasCommand(words: string[]): Promise<boolean> {
-  try {
-    await run(process.execPath, [...CLI, ...words, '--help'], { cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' } });
-    return true;
-  } catch {
-    return false;
-  }
+/** Runs one CLI command to its end (`loyalty …` as an operator would), against `store`; its stdout. */
+export async function runCli(store: Store, args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, [...CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...storeEnv(store), LOG_LEVEL: 'warn' },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return stdout;
 }
 
 export interface ServerOptions {

@@ -8,13 +8,21 @@ import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
 import { webhooksProjector } from '../webhooks/webhooks-projector.js';
 import { CheckpointWatcher } from './checkpoint-watcher.js';
+import type { ProjectorTrack } from './projector-track.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
 export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, webhooksProjector];
 
-/** All read models of the service, kept current by one runner per projector. */
+/**
+ * All read models of the service, kept current by ONE runner: one read of the log per batch, every
+ * projector applied in one transaction. The webhooks reactor is part of it: its message rows are
+ * queued in the same transaction as its checkpoint either way, and a separate runner would cost
+ * another read and transaction per batch on every write's read-your-writes path.
+ */
 export class Projections {
-  readonly runners: ProjectionRunner[];
+  readonly runner: ProjectionRunner;
+  /** One per projector: its checkpoint, waiters and metrics hook. */
+  readonly runners: ProjectorTrack[];
   private started = false;
   private unsubscribe: (() => void) | null = null;
   private readonly watcher: CheckpointWatcher | null;
@@ -30,26 +38,27 @@ export class Projections {
     } = {},
     projectors: Projector[] = PROJECTORS,
   ) {
-    this.runners = projectors.map((p) => new ProjectionRunner(db, store, p, options));
+    this.runner = new ProjectionRunner(db, store, projectors, options);
+    this.runners = this.runner.tracks;
     this.watcher = options.settleByCheckpoints ? new CheckpointWatcher(db, projectors.map((p) => p.name)) : null;
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.unsubscribe = this.store.onAppended(() => this.runners.forEach((r) => r.wake()));
-    this.runners.forEach((r) => r.start());
+    this.unsubscribe = this.store.onAppended(() => this.runner.wake());
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
     this.started = false;
     this.unsubscribe?.();
-    await Promise.all(this.runners.map((r) => r.stop()));
+    await this.runner.stop();
   }
 
   /** Applies every committed event now (for processes that run no projection loop, like the CLI). */
   async catchUp(): Promise<void> {
-    for (const runner of this.runners) await runner.catchUp();
+    await this.runner.catchUp();
   }
 
   /**
@@ -60,7 +69,7 @@ export class Projections {
     if (!this.started && !this.watcher) return this.catchUp();
     const timeoutMs = this.options.settleTimeoutMs ?? 5000;
     const results = this.started
-      ? await Promise.all(this.runners.map((r) => r.waitFor(position, timeoutMs)))
+      ? [await this.runner.waitFor(position, timeoutMs)]
       : [await this.watcher!.waitFor(position, timeoutMs)];
     if (results.includes(false)) {
       this.options.logger?.warn({ position: position.globalPosition.toString() }, 'read models did not catch up in time');

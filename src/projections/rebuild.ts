@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { type Checkpoint, compareCheckpoints, type EventStore, START, type StoredEvent } from '../store/event-store.js';
-import type { Projector } from './projector.js';
+import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
+import { applyEvents, type Projector } from './projector.js';
 
 export interface RebuildProgress {
+  /** The projectors being rebuilt, comma-separated. */
   projector: string;
   /** Events of the log replayed so far (all of them, handled or not). */
   done: number;
@@ -13,6 +14,7 @@ export interface RebuildProgress {
 }
 
 export interface RebuildOptions {
+  /** Events per page of the log, applied in one transaction (set-based, so bigger is cheaper). */
   batchSize?: number;
   /** Called after each batch; the rebuild waits for a promise it returns. */
   onProgress?: (progress: RebuildProgress) => void | Promise<void>;
@@ -21,57 +23,66 @@ export interface RebuildOptions {
 }
 
 export interface RebuildResult {
-  projector: string;
+  projectors: string[];
   events: number;
   checkpoint: Checkpoint;
 }
 
 /**
- * `loyalty projections rebuild`: replays the whole log into fresh copies of a projector's tables,
+ * `loyalty projections rebuild`: replays the whole log into fresh copies of the projectors' tables,
  * then swaps their contents in, in one transaction, while the service keeps serving.
  *
  * 1. The copies live in a schema of their own (`loyalty_rebuild_<random>`, dropped at the end),
- *    created `like` the live tables, so indexes and unique keys behave the same. The projector
- *    runs unchanged: each batch's transaction puts that schema first on its `search_path`, so the
- *    projector's unqualified table names resolve to the copies (and anything else it reads to the
- *    live tables).
- * 2. The swap transaction takes the projector's advisory lock (the live runner's batches wait),
- *    locks the live tables against writes (reads go on), refuses if the live runner got past the
- *    copy (then it catches up and tries again: moving the checkpoint back would un-show writes
- *    that were already answered), replaces the live rows with the copies' in one statement per
- *    table, moves identity sequences past the new rows and sets the checkpoint. Readers see the
- *    old rows until the commit and the new ones after it; events after the checkpoint are applied
- *    by the live runner as usual.
+ *    created `like` the live tables, so indexes and unique keys behave the same. The projectors
+ *    run unchanged: each batch's transaction puts that schema first on its `search_path`, so their
+ *    unqualified table names resolve to the copies (and anything else they read to the live
+ *    tables). The log is streamed in large pages, ONE read for all the projectors rebuilt, each
+ *    page applied set-based in one transaction while the next page is being read.
+ * 2. The swap transaction takes the projectors' advisory locks (the live runner's batches skip
+ *    them), locks the live tables against writes (reads go on), refuses if a live projector got
+ *    past the copy (then it catches up and tries again: moving a checkpoint back would un-show
+ *    writes that were already answered), replaces the live rows with the copies' in one statement
+ *    per table, moves identity sequences past the new rows and sets the checkpoints. Readers see
+ *    the old rows until the commit and the new ones after it; events after the checkpoint are
+ *    applied by the live runner as usual.
  *
  * Replacing rows (rather than renaming the copies over the live tables) keeps every object that
  * points at the live tables — analysts' views, grants, comments, index names — untouched, and
  * never takes a lock that blocks readers. It costs one copy of the rows inside the swap.
  */
-export async function rebuildProjection(db: Kysely<Database>, store: EventStore, projector: Projector, options: RebuildOptions = {}): Promise<RebuildResult> {
-  if (projector.reactor) throw new Error(`'${projector.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
-  const batchSize = options.batchSize ?? 1000;
+export async function rebuildProjections(
+  db: Kysely<Database>,
+  store: EventStore,
+  projectors: readonly Projector[],
+  options: RebuildOptions = {},
+): Promise<RebuildResult> {
+  const reactor = projectors.find((p) => p.reactor);
+  if (reactor) throw new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
+  const names = projectors.map((p) => p.name);
+  const batchSize = options.batchSize ?? 10_000;
   const scratch = `loyalty_rebuild_${randomBytes(4).toString('hex')}`;
   const live = (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
-  const onCopies = (trx: Transaction<Database>) => sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
+  const tables = projectors.flatMap((p) => p.tables);
 
   let position = START;
   let done = 0;
   let total = await logSize(db);
-  const report = async () => options.onProgress?.({ projector: projector.name, done, total: Math.max(total, done) });
+  const report = async () => options.onProgress?.({ projector: names.join(', '), done, total: Math.max(total, done) });
 
-  /** Applies every event after `position` to the copies; false when there was none. */
-  const catchUp = async (): Promise<boolean> => {
-    let moved = false;
+  /** Applies every event after `position` to the copies, reading each page while the last one is applied. */
+  const catchUp = async (): Promise<void> => {
+    let page = store.readAll(position, batchSize);
     for (;;) {
-      const { events, checkpoint } = await store.readAll(position, batchSize);
-      if (events.length === 0) return moved;
+      const { events, checkpoint } = await page;
+      if (events.length === 0) return;
+      page = store.readAll(checkpoint, batchSize);
+      page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
       await db.transaction().execute(async (trx) => {
-        await onCopies(trx);
-        await applyAll(projector, events, trx);
+        await sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
+        for (const projector of projectors) await applyEvents(projector, events, trx);
       });
       position = checkpoint;
       done += events.length;
-      moved = true;
       if (done > total) total = await logSize(db);
       await report();
     }
@@ -79,40 +90,64 @@ export async function rebuildProjection(db: Kysely<Database>, store: EventStore,
 
   try {
     await sql`create schema ${sql.id(scratch)}`.execute(db);
-    for (const table of projector.tables) {
-      await sql`create table ${sql.id(scratch, table)} (like ${sql.id(live, table)} including all)`.execute(db);
-    }
+    for (const table of tables) await createCopy(db, live, scratch, table);
     await report();
     const attempts = options.maxSwapAttempts ?? 100;
     for (let attempt = 1; ; attempt++) {
       await catchUp();
-      const swapped = await db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtext(${`projection:${projector.name}`}))`.execute(trx);
-        for (const table of projector.tables) await sql`lock table ${sql.id(live, table)} in exclusive mode`.execute(trx);
-        const row = await trx.selectFrom('projection_checkpoints').select('global_position').where('name', '=', projector.name).executeTakeFirst();
-        const liveAt: Checkpoint = { globalPosition: BigInt(row?.global_position ?? 0) };
-        if (compareCheckpoints(liveAt, position) > 0) return false;
-        for (const table of projector.tables) await replaceRows(trx, live, scratch, table);
-        await trx
-          .insertInto('projection_checkpoints')
-          .values({ name: projector.name, global_position: Number(position.globalPosition), updated_at: new Date() })
-          .onConflict((oc) => oc.column('name').doUpdateSet({ global_position: Number(position.globalPosition), updated_at: new Date() }))
-          .execute();
-        return true;
-      });
-      if (swapped) break;
-      if (attempt >= attempts) throw new Error(`the live '${projector.name}' projection kept moving ahead of the rebuild; try again when the service is quieter`);
+      if (await swap(db, names, tables, live, scratch, position)) break;
+      if (attempt >= attempts) throw new Error(`the live '${names.join(', ')}' projection kept moving ahead of the rebuild; try again when the service is quieter`);
     }
-    return { projector: projector.name, events: done, checkpoint: position };
+    return { projectors: names, events: done, checkpoint: position };
   } finally {
     await sql`drop schema if exists ${sql.id(scratch)} cascade`.execute(db);
   }
 }
 
-async function applyAll(projector: Projector, events: StoredEvent[], trx: Transaction<Database>): Promise<void> {
-  for (const event of events) {
-    if (projector.handles.has(event.type as never)) await projector.apply(event, trx);
-  }
+/** One projector: `rebuildProjections` of it alone. */
+export async function rebuildProjection(
+  db: Kysely<Database>,
+  store: EventStore,
+  projector: Projector,
+  options: RebuildOptions = {},
+): Promise<{ projector: string; events: number; checkpoint: Checkpoint }> {
+  const result = await rebuildProjections(db, store, [projector], options);
+  return { projector: projector.name, events: result.events, checkpoint: result.checkpoint };
+}
+
+/** Replaces the live rows with the copies' and sets the checkpoints; false when a live one is ahead. */
+async function swap(db: Kysely<Database>, names: string[], tables: string[], live: string, scratch: string, position: Checkpoint): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    // Blocking locks, always in the same order; runners only try theirs, so nobody waits in a cycle.
+    for (const name of [...names].sort()) await sql`select pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(trx);
+    for (const table of tables) await sql`lock table ${sql.id(live, table)} in exclusive mode`.execute(trx);
+    const rows = await trx.selectFrom('projection_checkpoints').select(['name', 'global_position']).where('name', 'in', names).execute();
+    if (rows.some((row) => compareCheckpoints({ globalPosition: BigInt(row.global_position) }, position) > 0)) return false;
+    for (const table of tables) await replaceRows(trx, live, scratch, table);
+    const at = Number(position.globalPosition);
+    await trx
+      .insertInto('projection_checkpoints')
+      .values(names.map((name) => ({ name, global_position: at, updated_at: new Date() })))
+      .onConflict((oc) => oc.column('name').doUpdateSet({ global_position: at, updated_at: new Date() }))
+      .execute();
+    return true;
+  });
+}
+
+/**
+ * An empty copy of a live table for the replay. Unlogged: it is thrown away if anything fails, so
+ * its rows need no WAL (the swap writes the live table's as usual). It keeps the live table's
+ * columns, defaults, identities, checks, primary key and unique constraints — so a row the live
+ * table would refuse fails the replay too, and the projectors' lookups by key stay indexed — but
+ * not the indexes that only serve reads: the replay need not maintain them, the swap fills the
+ * live table's.
+ */
+async function createCopy(db: Kysely<Database>, live: string, scratch: string, table: string): Promise<void> {
+  await sql`create unlogged table ${sql.id(scratch, table)} (like ${sql.id(live, table)} including all excluding indexes)`.execute(db);
+  const keys = await sql<{ def: string }>`
+    select pg_get_constraintdef(c.oid) as def from pg_constraint c
+    where c.conrelid = ${`"${live}"."${table}"`}::regclass and c.contype in ('p', 'u') order by c.conname`.execute(db);
+  for (const { def } of keys.rows) await sql`alter table ${sql.id(scratch, table)} add ${sql.raw(def)}`.execute(db);
 }
 
 /** The live table gets the copy's rows; its identity sequences continue after them. */

@@ -1,9 +1,10 @@
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
-import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
+import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
 import { BackgroundLoop } from '../background-loop.js';
-import type { Projector } from './projector.js';
+import { applyEvents, type Projector } from './projector.js';
+import { ProjectorTrack } from './projector-track.js';
 
 export interface RunnerOptions {
   batchSize?: number;
@@ -12,41 +13,53 @@ export interface RunnerOptions {
   logger?: Logger | undefined;
 }
 
+type StepOutcome = number | 'idle' | 'busy';
+
 /**
- * Keeps one projector's read model up to date: reads committed events after its checkpoint in
- * batches and applies each batch in one transaction that also moves the checkpoint.
+ * Keeps a group of projectors' read models up to date with ONE read of the log per batch: it reads
+ * the committed events after the lowest of their checkpoints and applies the batch to every
+ * projector in ONE transaction that also moves their checkpoints. Each projector keeps its own
+ * checkpoint row and gets only the events after it, so one that is behind (just swapped in by a
+ * rebuild, or new) catches up while the others skip what they already have.
  *
- * Several processes may run the same projector: each batch takes a transaction-scoped advisory
- * lock and re-checks the checkpoint row under `FOR UPDATE`, so exactly one of them applies a given
- * batch and the others skip it.
+ * Several processes may run the same projectors: per batch, each projector's transaction-scoped
+ * advisory lock is tried and its checkpoint re-read under `FOR UPDATE`, so exactly one process
+ * applies a given event to a given projector; a projector held by another process is skipped by
+ * this batch (its progress is read back from its row).
+ *
+ * One transaction for all: a batch costs one `readAll`, one lock statement, one checkpoint read,
+ * the projectors' set-based statements and one checkpoint update, whatever the number of
+ * projectors. The price: a projector that fails rolls the batch back for all of them, which then
+ * retry together (read-your-writes waits for every projector anyway, so none could answer alone).
  */
 export class ProjectionRunner {
-  private checkpoint: Checkpoint = START;
-  private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
+  readonly tracks: ProjectorTrack[];
   private loaded = false;
-  private readonly appliedListeners: Array<(count: number) => void> = [];
   private readonly batchSize: number;
   private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly store: EventStore,
-    readonly projector: Projector,
-    private readonly options: RunnerOptions = {},
+    projectors: Projector | readonly Projector[],
+    options: RunnerOptions = {},
   ) {
+    const list = Array.isArray(projectors) ? projectors : [projectors as Projector];
+    this.tracks = list.map((p) => new ProjectorTrack(p, () => this.wake()));
     this.batchSize = options.batchSize ?? 500;
     this.loop = new BackgroundLoop(async () => typeof (await this.step()) === 'number', {
       pollMs: options.pollMs ?? 250,
-      onError: (error) => options.logger?.error({ err: error, projector: projector.name }, 'projection batch failed; will retry'),
+      onError: (error) => options.logger?.error({ err: error, projectors: this.name }, 'projection batch failed; will retry'),
     });
   }
 
   get name(): string {
-    return this.projector.name;
+    return this.tracks.map((t) => t.name).join(', ');
   }
 
+  /** The lowest checkpoint of the group: every projector has passed it. */
   get position(): Checkpoint {
-    return this.checkpoint;
+    return lowest(this.tracks.map((t) => t.position));
   }
 
   start(): void {
@@ -57,9 +70,9 @@ export class ProjectionRunner {
     return this.loop.stop();
   }
 
-  /** Called after each batch this process applies, with its size (metrics). */
+  /** Called after each batch this process applies, with the number of events read. */
   onApplied(listener: (count: number) => void): void {
-    this.appliedListeners.push(listener);
+    for (const track of this.tracks) track.onApplied(listener);
   }
 
   /** Asks the loop to look for new events now. */
@@ -69,7 +82,7 @@ export class ProjectionRunner {
 
   /**
    * Processes every event committed so far (used by the CLI, which runs no loop). When another
-   * process holds this projector, waits for it to get there instead (bounded).
+   * process holds a projector, waits for it to get there instead (bounded).
    */
   async catchUp(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -77,100 +90,101 @@ export class ProjectionRunner {
       const outcome = await this.step();
       if (outcome === 'idle') return;
       if (outcome === 'busy') {
-        if (Date.now() > deadline) throw new Error(`projection '${this.name}' is held by another process and did not catch up`);
+        if (Date.now() > deadline) throw new Error(`projections '${this.name}' are held by another process and did not catch up`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
   }
 
-  /** Resolves when this projector has passed `position`, or after `timeoutMs` (then returns false). */
-  waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
-    if (compareCheckpoints(this.checkpoint, position) >= 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      const waiter = {
-        position,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
-      this.waiters.push(waiter);
-      this.wake();
-    });
+  /** Resolves when every projector of the group has passed `position`; false after `timeoutMs`. */
+  async waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
+    const reached = await Promise.all(this.tracks.map((t) => t.waitFor(position, timeoutMs)));
+    return !reached.includes(false);
   }
 
   /**
-   * One batch: how many events were applied (0 when the checkpoint moved elsewhere: go again at
-   * once), `idle` when there was nothing to do, `busy` when another process holds this projector. The checkpoint is kept in memory and re-read only when the row under lock
-   * says another process moved it: when `readAll` finds nothing after our checkpoint, nobody can
-   * be ahead of it.
+   * One batch: how many events were applied (0 when checkpoints moved elsewhere: go again at
+   * once), `idle` when there was nothing to do, `busy` when other processes hold the projectors
+   * that are behind. Checkpoints are kept in memory and re-read under lock: when `readAll` finds
+   * nothing after the lowest, nobody can be ahead of it.
    */
-  private async step(): Promise<number | 'idle' | 'busy'> {
-    if (!this.loaded) await this.loadCheckpoint();
-    const from = this.checkpoint;
+  private async step(): Promise<StepOutcome> {
+    if (!this.loaded) await this.loadCheckpoints();
+    const from = this.position;
     const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
     if (events.length === 0) return 'idle';
-    const outcome = await this.db.transaction().execute(async (trx) => {
-      const lock = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${`projection:${this.name}`})) as locked`.execute(trx);
-      if (!lock.rows[0]?.locked) return 'busy' as const;
-      const row = await trx
+    const names = this.tracks.map((t) => t.name);
+    const result = await this.db.transaction().execute(async (trx) => {
+      const locks = await sql<{ name: string; locked: boolean; global_position: string }>`
+        select name, global_position::text, pg_try_advisory_xact_lock(hashtext('projection:' || name)) as locked
+        from projection_checkpoints where name = any(${names}) order by name`.execute(trx);
+      const held = locks.rows.filter((r) => r.locked).map((r) => r.name);
+      const rows = held.length === 0 ? [] : await trx
         .selectFrom('projection_checkpoints')
-        .select('global_position')
-        .where('name', '=', this.name)
+        .select(['name', 'global_position'])
+        .where('name', 'in', held)
+        .orderBy('name')
         .forUpdate()
-        .executeTakeFirstOrThrow();
-      if (compareCheckpoints(toCheckpoint(row), from) !== 0) return toCheckpoint(row);
-      for (const event of events) {
-        if (this.projector.handles.has(event.type as never)) await this.projector.apply(event, trx);
-      }
-      await trx
-        .updateTable('projection_checkpoints')
-        .set({
-          global_position: Number(next.globalPosition),
-          updated_at: new Date(),
-        })
-        .where('name', '=', this.name)
         .execute();
-      return 'applied' as const;
+      const seen = new Map<string, Checkpoint>(locks.rows.map((r) => [r.name, { globalPosition: BigInt(r.global_position) }]));
+      for (const row of rows) seen.set(row.name, toCheckpoint(row));
+      const applied: Array<{ track: ProjectorTrack; count: number }> = [];
+      for (const track of this.tracks) {
+        const base = seen.get(track.name);
+        // Not ours this time (another process holds it), or moved back past what we read: skip.
+        if (!base || !held.includes(track.name) || compareCheckpoints(base, from) < 0 || compareCheckpoints(base, next) >= 0) continue;
+        const mine = events.filter((e) => compareCheckpoints(e.position, base) > 0);
+        await applyEvents(track.projector, mine, trx);
+        applied.push({ track, count: mine.length });
+      }
+      if (applied.length > 0) {
+        await trx
+          .updateTable('projection_checkpoints')
+          .set({ global_position: Number(next.globalPosition), updated_at: new Date() })
+          .where('name', 'in', applied.map((a) => a.track.name))
+          .execute();
+      }
+      return { seen, applied, busy: held.length < names.length };
     });
-    if (outcome === 'busy') return 'busy'; // its progress shows up on a later poll
-    if (outcome === 'applied') {
-      this.moveTo(next);
-      for (const listener of this.appliedListeners) listener(events.length);
-      return events.length;
-    }
-    this.moveTo(outcome); // another process moved the checkpoint (or a rebuild reset it)
-    return 0;
+    return this.settleStep(result, next, events);
   }
 
-  private async loadCheckpoint(): Promise<void> {
+  /** After the commit: moves the tracks and tells the listeners. */
+  private settleStep(
+    result: { seen: Map<string, Checkpoint>; applied: Array<{ track: ProjectorTrack; count: number }>; busy: boolean },
+    next: Checkpoint,
+    events: StoredEvent[],
+  ): StepOutcome {
+    let moved = false;
+    for (const track of this.tracks) {
+      const done = result.applied.find((a) => a.track === track);
+      const at = done ? next : (result.seen.get(track.name) ?? track.position);
+      if (compareCheckpoints(at, track.position) !== 0) moved = true;
+      track.moveTo(at);
+      if (done) track.applied(done.count);
+    }
+    if (result.applied.length > 0) return events.length;
+    if (moved) return 0; // another process moved a checkpoint (or a rebuild swapped one in): go again
+    return result.busy ? 'busy' : 'idle';
+  }
+
+  private async loadCheckpoints(): Promise<void> {
+    const names = this.tracks.map((t) => t.name);
     await this.db
       .insertInto('projection_checkpoints')
-      .values({ name: this.name, global_position: 0, updated_at: new Date() })
+      .values(names.map((name) => ({ name, global_position: 0, updated_at: new Date() })))
       .onConflict((oc) => oc.column('name').doNothing())
       .execute();
-    const row = await this.db
-      .selectFrom('projection_checkpoints')
-      .select('global_position')
-      .where('name', '=', this.name)
-      .executeTakeFirstOrThrow();
+    const rows = await this.db.selectFrom('projection_checkpoints').select(['name', 'global_position']).where('name', 'in', names).execute();
+    for (const track of this.tracks) track.moveTo(toCheckpoint(rows.find((r) => r.name === track.name)!));
     this.loaded = true;
-    this.moveTo(toCheckpoint(row));
-  }
-
-  private moveTo(checkpoint: Checkpoint): void {
-    this.checkpoint = checkpoint;
-    const ready = this.waiters.filter((w) => compareCheckpoints(checkpoint, w.position) >= 0);
-    if (ready.length === 0) return;
-    this.waiters = this.waiters.filter((w) => !ready.includes(w));
-    for (const waiter of ready) waiter.resolve();
   }
 }
 
-function toCheckpoint(row: { global_position: number }): Checkpoint {
+function toCheckpoint(row: { global_position: number | string }): Checkpoint {
   return { globalPosition: BigInt(row.global_position) };
+}
+
+function lowest(checkpoints: Checkpoint[]): Checkpoint {
+  return checkpoints.reduce((a, b) => (compareCheckpoints(a, b) <= 0 ? a : b));
 }

@@ -1,8 +1,9 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { streams } from '../commands/streams.js';
 import type { Database } from '../db/schema.js';
 import type { EventData, EventType } from '../events/catalogue.js';
 import { newId } from '../ids.js';
+import { insertRows } from '../projections/insert-rows.js';
 import type { Projector } from '../projections/projector.js';
 import type { StoredEvent } from '../store/event-store.js';
 import { webhookPayloadOf } from './webhook-payloads.js';
@@ -31,79 +32,114 @@ export const webhooksProjector: Projector = {
     'TierUpgraded',
   ]),
 
-  async apply(event: StoredEvent, trx: Transaction<Database>) {
-    const at = event.recordedAt;
-    switch (event.type) {
-      case 'WebhookCreated': {
-        const w = event.data as EventData<'WebhookCreated'>;
-        await trx
-          .insertInto('webhook_endpoints')
-          .values({
-            id: w.webhook_id,
-            business_id: w.business_id,
-            url: w.url,
-            events: w.events,
-            description: w.description,
-            active: true,
-            disabled_reason: null,
-            deleted_at: null,
-            created_at: at,
-            updated_at: at,
-          })
-          .execute();
-        return;
-      }
-      case 'WebhookUpdated': {
-        const { reason, ...changes } = event.data as EventData<'WebhookUpdated'>;
-        await trx
-          .updateTable('webhook_endpoints')
-          .set({
-            ...changes,
-            ...(changes.active === false ? { disabled_reason: reason ?? 'disabled by the business' } : {}),
-            ...(changes.active === true ? { disabled_reason: null } : {}),
-            updated_at: at,
-          })
-          .where('id', '=', streams.webhookIdOf(event.streamId))
-          .execute();
-        return;
-      }
-      case 'WebhookDeleted':
-        await trx
-          .updateTable('webhook_endpoints')
-          .set({ active: false, deleted_at: at, updated_at: at })
-          .where('id', '=', streams.webhookIdOf(event.streamId))
-          .execute();
-        return;
-    }
-    const payload = webhookPayloadOf(event);
-    if (!payload) return;
-    const endpoints = await trx
+  async applyBatch(events, trx) {
+    // Every endpoint of the batch's businesses, read once; endpoint events below keep it current
+    // in event order, so each event is matched against the endpoints as they were when it happened.
+    const businesses = [...new Set(events.map((e) => e.metadata.business_id))];
+    const rows = await trx
       .selectFrom('webhook_endpoints')
-      .select('id')
-      .where('business_id', '=', event.metadata.business_id)
-      .where('active', '=', true)
-      .where((eb) => eb.or([eb(eb.val<string>(payload.type), '=', eb.fn.any('events')), eb(eb.val('*'), '=', eb.fn.any('events'))]))
+      .select(['id', 'business_id', 'events', 'active'])
+      .where('business_id', 'in', businesses)
+      .orderBy('seq')
       .execute();
-    if (endpoints.length === 0) return;
-    await trx
-      .insertInto('webhook_messages')
-      .values(
-        endpoints.map((endpoint) => ({
+    const endpoints = new Map<string, Endpoint>(rows.map((r) => [r.id, { ...r }]));
+    const messages: Record<string, unknown>[] = [];
+    for (const event of events) {
+      if (await applyEndpointEvent(event, trx, endpoints)) continue;
+      const payload = webhookPayloadOf(event);
+      if (!payload) continue;
+      const businessId = event.metadata.business_id;
+      for (const endpoint of endpoints.values()) {
+        if (endpoint.business_id !== businessId || !endpoint.active) continue;
+        if (!endpoint.events.includes(payload.type) && !endpoint.events.includes('*')) continue;
+        messages.push({
           id: newId('message'),
-          business_id: event.metadata.business_id,
+          business_id: businessId,
           webhook_id: endpoint.id,
           event_type: payload.type,
           source_event_id: event.eventId,
           payload: JSON.stringify(payload),
-          status: 'pending' as const,
-          attempts: 0,
-          next_attempt_at: at,
-          locked_until: null,
-          created_at: at,
-          delivered_at: null,
-        })),
-      )
-      .onConflict((oc) => oc.columns(['webhook_id', 'source_event_id', 'event_type']).doNothing())
-      .execute();
+          next_attempt_at: event.recordedAt,
+          created_at: event.recordedAt,
+        });
+      }
+    }
+    await insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {
+      also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
+      onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
+    });
   },
 };
+
+interface Endpoint {
+  id: string;
+  business_id: string;
+  events: string[];
+  active: boolean;
+}
+
+const MESSAGE_COLUMNS = {
+  id: 'text',
+  business_id: 'text',
+  webhook_id: 'text',
+  event_type: 'text',
+  source_event_id: 'uuid',
+  payload: 'text',
+  next_attempt_at: 'timestamptz',
+  created_at: 'timestamptz',
+};
+
+/** Applies an endpoint event to the table and to `endpoints`; false for any other event. */
+async function applyEndpointEvent(event: StoredEvent, trx: Transaction<Database>, endpoints: Map<string, Endpoint>): Promise<boolean> {
+  const at = event.recordedAt;
+  switch (event.type) {
+    case 'WebhookCreated': {
+      const w = event.data as EventData<'WebhookCreated'>;
+      await trx
+        .insertInto('webhook_endpoints')
+        .values({
+          id: w.webhook_id,
+          business_id: w.business_id,
+          url: w.url,
+          events: w.events,
+          description: w.description,
+          active: true,
+          disabled_reason: null,
+          deleted_at: null,
+          created_at: at,
+          updated_at: at,
+        })
+        .execute();
+      endpoints.set(w.webhook_id, { id: w.webhook_id, business_id: w.business_id, events: w.events, active: true });
+      return true;
+    }
+    case 'WebhookUpdated': {
+      const { reason, ...changes } = event.data as EventData<'WebhookUpdated'>;
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          ...changes,
+          ...(changes.active === false ? { disabled_reason: reason ?? 'disabled by the business' } : {}),
+          ...(changes.active === true ? { disabled_reason: null } : {}),
+          updated_at: at,
+        })
+        .where('id', '=', streams.webhookIdOf(event.streamId))
+        .execute();
+      const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
+      if (endpoint && changes.events !== undefined) endpoint.events = changes.events;
+      if (endpoint && changes.active !== undefined) endpoint.active = changes.active;
+      return true;
+    }
+    case 'WebhookDeleted': {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ active: false, deleted_at: at, updated_at: at })
+        .where('id', '=', streams.webhookIdOf(event.streamId))
+        .execute();
+      const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
+      if (endpoint) endpoint.active = false;
+      return true;
+    }
+  }
+  return false;
+}

@@ -4,7 +4,7 @@ import { auditIsClean } from '../../src/audit/audit-report.js';
 import { auditStore } from '../../src/audit/audit-store.js';
 import { projectionStatus } from '../../src/projections/projection-status.js';
 import { PROJECTORS } from '../../src/projections/projections.js';
-import { rebuildProjection } from '../../src/projections/rebuild.js';
+import { rebuildProjection, rebuildProjections } from '../../src/projections/rebuild.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const REBUILT = PROJECTORS.filter((p) => !p.reactor);
@@ -111,6 +111,22 @@ describe('projections rebuild', () => {
     for (const table of ['tiers', 'event_types', 'rewards', 'redemptions', 'recorded_events', 'api_keys']) expect(added(table), table).toEqual([]);
 
     expect(auditIsClean(await auditStore(t.services.db, t.services.store))).toBe(true);
+    for (const status of await projectionStatus(t.services.db)) expect(status, status.name).toMatchObject({ lag: 0 });
+  });
+
+  it('rebuilds every projector in one pass over the log, repairing each of them', async () => {
+    const before = await readModels(t);
+    const watched = (before.customers as Array<{ id: string }>)[0]!;
+    await t.services.db.updateTable('api_keys').set({ name: 'damaged' }).execute();
+    await t.services.db.updateTable('customers').set({ lifetime_earned: 1 }).where('id', '=', watched.id).execute();
+    await t.services.db.deleteFrom('redemptions').execute();
+    expect(await readModels(t)).not.toEqual(before);
+    const log = await t.services.db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+
+    const result = await rebuildProjections(t.services.db, t.services.store, REBUILT, { batchSize: 7 });
+    expect(result.projectors).toEqual(REBUILT.map((p) => p.name));
+    expect(result.events).toBe(Number(log.n)); // the whole log, replayed into all the copies
+    expect(await readModels(t)).toEqual(before);
     for (const status of await projectionStatus(t.services.db)) expect(status, status.name).toMatchObject({ lag: 0 });
   });
 

@@ -138,6 +138,74 @@ describe('projection runner', () => {
   });
 });
 
+describe('projection runner: several projectors, one read per batch', () => {
+  it('gives a projector whose checkpoint went back only the events after it, while the others get nothing twice', async () => {
+    const a = await testProjection();
+    const b = await testProjection();
+    // Appends alternating between a's and b's streams, so that any batch of the log holds some of both.
+    const both = async (from: number, to: number) => {
+      let last: AppendResult | undefined;
+      for (const n of range(from, to)) {
+        for (const t of [a, b]) last = await store.append([{ stream: `${t.prefix}-${n}`, expected: 'no_stream', events: [ev(n)] }]);
+      }
+      return last!;
+    };
+    const first = await both(0, 6);
+    const group = started(new ProjectionRunner(handle.db, store, [a.projector('group'), b.projector('group')], { batchSize: 4, pollMs: 20 }));
+    expect(await group.waitFor(first.position, 10_000)).toBe(true);
+    expect((await a.rows()).map((r) => r.n)).toEqual(range(0, 6));
+    expect((await b.rows()).map((r) => r.n)).toEqual(range(0, 6));
+    // Both projectors were applied in the same transactions: one read, one transaction per batch.
+    const aTx = new Set((await a.rows()).map((r) => r.tx));
+    expect((await b.rows()).some((r) => aTx.has(r.tx))).toBe(true);
+
+    // b goes back to the start of the log, as after an operator's reset, while the group runs.
+    await sql`delete from ${sql.table(b.table)}`.execute(handle.db);
+    await sql`update projection_checkpoints set global_position = 0 where name = ${b.name}`.execute(handle.db);
+    const second = await both(6, 10);
+    await vi.waitFor(async () => expect(await b.checkpointRow()).toEqual(second.position), { timeout: 20_000, interval: 20 });
+    expect(await group.waitFor(second.position, 10_000)).toBe(true);
+
+    // Every event once in each read model: a was not given again what it had.
+    const aRows = await a.rows();
+    const bRows = await b.rows();
+    expect(aRows.map((r) => r.n)).toEqual(range(0, 10));
+    expect(bRows.map((r) => r.n)).toEqual(range(0, 10));
+    expect(new Set(aRows.map((r) => r.eventId)).size).toBe(10);
+    expect(new Set(bRows.map((r) => r.eventId)).size).toBe(10);
+    expect(await a.checkpointRow()).toEqual(second.position);
+  });
+
+  it('applies every event exactly once to each projector when two runner groups (two processes) share the database', async () => {
+    const a = await testProjection();
+    const b = await testProjection();
+    const groups = ['g1', 'g2'].map((label) =>
+      started(new ProjectionRunner(handle.db, new PostgresEventStore(handle.db), [a.projector(label), b.projector(label)], { batchSize: 3, pollMs: 5 })),
+    );
+    const unsubscribe = store.onAppended(() => groups.forEach((g) => g.wake()));
+    try {
+      const results = await Promise.all(
+        range(0, 30).map((i) =>
+          store.append([
+            { stream: `${a.prefix}-race-${i}`, expected: 'no_stream', events: [ev(2 * i), ev(2 * i + 1)] },
+            { stream: `${b.prefix}-race-${i}`, expected: 'no_stream', events: [ev(2 * i)] },
+          ]),
+        ),
+      );
+      const last = results.map((r) => r.position).reduce((x, y) => (compareCheckpoints(x, y) >= 0 ? x : y));
+      for (const group of groups) expect(await group.waitFor(last, 20_000)).toBe(true);
+    } finally {
+      unsubscribe();
+    }
+    const aRows = await a.rows();
+    const bRows = await b.rows();
+    expect(aRows.map((r) => r.n)).toEqual(range(0, 60));
+    expect(new Set(aRows.map((r) => r.eventId)).size).toBe(60);
+    expect(bRows.map((r) => r.n)).toEqual(range(0, 30).map((i) => 2 * i));
+    expect(new Set(bRows.map((r) => r.eventId)).size).toBe(30);
+  });
+});
+
 describe('projection runner: waitFor', () => {
   it('resolves once the runner has applied an append, so the read model already holds it', async () => {
     const t = await testProjection();
@@ -241,6 +309,7 @@ interface SeenRow {
 
 interface TestProjection {
   name: string;
+  table: string;
   /** Every stream of this projection starts with it; the projector ignores all other streams. */
   prefix: string;
   fault: { at: number | null; hits: number };
@@ -268,6 +337,7 @@ async function testProjection(): Promise<TestProjection> {
   )`.execute(handle.db);
   const t: TestProjection = {
     name,
+    table,
     prefix,
     fault: { at: null, hits: 0 },
     attempted: [],

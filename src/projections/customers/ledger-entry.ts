@@ -29,20 +29,42 @@ export const LEDGER_EVENT_TYPES = new Set([
   'RedemptionCancelled',
 ]);
 
+/** The fields of a line that come from the event's data. */
+type LineFields = Omit<LedgerEntry, 'customer_id' | 'created_at' | 'base_amount' | 'multiplier'> &
+  Partial<Pick<LedgerEntry, 'base_amount' | 'multiplier'>>;
+
+/**
+ * One literal with every key, in one order: cheap to build (a rebuild makes a million of them; a
+ * spread of a shared part whose keys are then overridden costs V8 about 100 times as much).
+ */
+function line(event: StoredEvent, f: LineFields): LedgerEntry {
+  return {
+    customer_id: streams.customerIdOf(event.streamId),
+    created_at: event.recordedAt,
+    base_amount: f.base_amount ?? null,
+    multiplier: f.multiplier ?? null,
+    id: f.id,
+    type: f.type,
+    amount: f.amount,
+    balance: f.balance,
+    description: f.description,
+    reference: f.reference,
+    metadata: f.metadata,
+  };
+}
+
 /**
  * The ledger line a balance-changing event makes, or null when it moves no points (a 0-point
  * event, an achievement that costs nothing). The projector stores exactly this.
  */
 export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
-  const line = { customer_id: streams.customerIdOf(event.streamId), created_at: event.recordedAt, base_amount: null, multiplier: null };
   switch (event.type) {
     case 'PointsEarned':
     case 'PointsDeducted':
     case 'PointsAdjusted': {
       const data = event.data as EventData<'PointsEarned'> | EventData<'PointsDeducted'>;
       const type = ({ PointsEarned: 'earn', PointsDeducted: 'deduct', PointsAdjusted: 'adjust' } as const)[event.type];
-      return {
-        ...line,
+      return line(event, {
         id: data.transaction_id,
         type,
         amount: data.amount,
@@ -52,13 +74,12 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
         description: data.description,
         reference: data.reference,
         metadata: data.metadata,
-      };
+      });
     }
     case 'EventRecorded': {
       const data = event.data as EventData<'EventRecorded'>;
       if (data.points_awarded === 0) return null;
-      return {
-        ...line,
+      return line(event, {
         id: data.event_id,
         type: 'event',
         amount: data.points_awarded,
@@ -68,13 +89,12 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
         description: data.event_type,
         reference: data.reference,
         metadata: {},
-      };
+      });
     }
     case 'RewardRedeemed': {
       const data = event.data as EventData<'RewardRedeemed'>;
       if (data.points_cost === 0) return null;
-      return {
-        ...line,
+      return line(event, {
         id: data.redemption_id,
         type: 'redemption',
         amount: data.points_cost,
@@ -82,13 +102,12 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
         description: data.reward_title,
         reference: data.reference,
         metadata: data.metadata,
-      };
+      });
     }
     case 'RedemptionCancelled': {
       const data = event.data as EventData<'RedemptionCancelled'>;
       if (data.points_cost === 0) return null;
-      return {
-        ...line,
+      return line(event, {
         id: data.transaction_id,
         type: 'redemption_cancelled',
         amount: data.points_cost,
@@ -96,7 +115,7 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
         description: `cancelled ${data.redemption_id}`,
         reference: null,
         metadata: {},
-      };
+      });
     }
     default:
       return null;

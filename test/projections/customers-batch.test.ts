@@ -1,0 +1,99 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withMetadata } from '../../src/commands/aggregate.js';
+import { type CustomerCommand, type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
+import { streams } from '../../src/commands/streams.js';
+import type { TierDefinition } from '../../src/events/program-events.js';
+import { customersProjector } from '../../src/projections/customers/customers-projector.js';
+import { rebuildProjection } from '../../src/projections/rebuild.js';
+import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { openTestDatabase } from '../support/test-database.js';
+
+type TestDatabase = Awaited<ReturnType<typeof openTestDatabase>>;
+let handle: TestDatabase;
+let store: PostgresEventStore;
+
+const BUSINESS = 'biz_batch';
+const TIERS: TierDefinition[] = [
+  { tier_id: 'tier_bronze', name: 'Bronze', points_threshold: 0, multiplier: 1, benefits: [], metadata: {} },
+  { tier_id: 'tier_silver', name: 'Silver', points_threshold: 300, multiplier: 1.5, benefits: ['lounge'], metadata: {} },
+];
+
+/** Two customers' histories in one append, decided by the service's decider: every kind of line the customers projector writes. */
+async function appendHistories(): Promise<void> {
+  const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date() };
+  const writes = ['cus_batch_a', 'cus_batch_b'].map((customerId, c) => {
+    let state = customerDecider.initialState();
+    const decided: CustomerEvent[] = [];
+    const run = (command: CustomerCommand) => {
+      for (const event of customerDecider.decide(command, state)) {
+        state = customerDecider.evolve(state, event);
+        decided.push(event);
+      }
+    };
+    const points = (pointsType: 'earn' | 'deduct' | 'adjust', amount: number, n: number) =>
+      run({ type: 'RecordPoints', pointsType, transactionId: `txn_${c}_${n}`, amount, applyMultiplier: true, description: `#${n}`, reference: null, metadata: { n }, tiers: TIERS });
+    run({ type: 'RegisterCustomer', customerId, businessId: BUSINESS, profile: { email: `${customerId}@example.com`, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} } });
+    for (let n = 0; n < 40; n++) {
+      points('earn', 7 + n + c, n); // crosses Silver's threshold: a TierUpgraded in the middle, then multiplied earns
+      if (n % 5 === 0) points('deduct', 3, 1000 + n);
+      if (n % 7 === 0) points('adjust', -2, 2000 + n);
+      if (n === 20) run({ type: 'UpdateCustomer', changes: { first_name: `Name ${c}` } });
+      if (n % 9 === 0) {
+        const eventType = { event_type_id: 'evt_visit', name: 'visit', display_name: 'Visit', default_points: n === 9 ? 0 : 5, rules: [], metadata: {} };
+        run({ type: 'RecordEvent', eventId: `evt_${c}_${n}`, eventType, properties: { n }, reference: null, tiers: TIERS });
+      }
+    }
+    return { stream: streams.customer(customerId), expected: 'no_stream' as const, events: withMetadata(decided, ctx) };
+  });
+  await store.append(writes);
+}
+
+/** The customers projector's tables, every column but `seq`, in `seq` order. */
+async function customerModels(): Promise<Record<string, unknown[]>> {
+  const tables: Record<string, unknown[]> = {};
+  for (const table of customersProjector.tables) {
+    const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)} order by seq`.execute(handle.db);
+    tables[table] = rows.map(({ seq: _seq, ...row }) => JSON.parse(JSON.stringify(row)));
+  }
+  return tables;
+}
+
+beforeAll(async () => {
+  handle = await openTestDatabase();
+  store = new PostgresEventStore(handle.db);
+  await appendHistories();
+});
+afterAll(() => handle?.close());
+
+describe('customers projector, set-based', () => {
+  it('leaves the same rows from one batch holding every event as from one event per batch, each ledger line with its running balance', async () => {
+    await rebuildProjection(handle.db, store, customersProjector, { batchSize: 1 });
+    const oneByOne = await customerModels();
+    await rebuildProjection(handle.db, store, customersProjector, { batchSize: 10_000 });
+    const oneBatch = await customerModels();
+    expect(oneBatch).toEqual(oneByOne);
+
+    const ledger = oneBatch.ledger_entries as Array<{ customer_id: string; type: string; amount: string; balance: string }>;
+    const customers = oneBatch.customers as Array<{ id: string; points_balance: string; lifetime_earned: string; lifetime_redeemed: string; tier_id: string; first_name: string }>;
+    expect(customers).toHaveLength(2);
+    expect(oneBatch.tier_changes).toHaveLength(4); // each customer: none → Bronze on the first earn, then Silver
+    for (const customer of customers) {
+      const lines = ledger.filter((l) => l.customer_id === customer.id);
+      expect(lines.length).toBeGreaterThan(50);
+      // balance_after of each line is the previous one's plus the line's signed amount.
+      let running = 0;
+      for (const line of lines) {
+        running += ['deduct', 'redemption'].includes(line.type) ? -Number(line.amount) : Number(line.amount);
+        expect(Number(line.balance)).toBe(running);
+      }
+      expect(Number(customer.points_balance)).toBe(running);
+      const earned = lines.filter((l) => ['earn', 'adjust', 'event'].includes(l.type)).reduce((sum, l) => sum + Number(l.amount), 0);
+      const redeemed = lines.filter((l) => l.type === 'deduct').reduce((sum, l) => sum + Number(l.amount), 0);
+      expect(Number(customer.lifetime_earned)).toBe(earned);
+      expect(Number(customer.lifetime_redeemed)).toBe(redeemed);
+      expect(customer.tier_id).toBe('tier_silver');
+      expect(customer.first_name).toMatch(/^Name /);
+    }
+  });
+});
