@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
 import type { CommandContext } from '../events/metadata.js';
-import type { EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
+import type { AppendWrite, EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
 import type { Decider } from './decider.js';
 import type { StateCache } from './state-cache.js';
 
@@ -9,27 +9,67 @@ export interface Loaded<State> {
   state: State;
   /** What to pass as `expected` when appending the events decided on this state. */
   revision: ExpectedRevision;
+  /** Taken from memory without reading the store: only the append's expected-revision check proves it current. */
+  optimistic: boolean;
 }
+
+type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>;
+
+/** Loads a stream's state for a decision (`write` hands one to each attempt). */
+export type Load = <State, Event extends DomainEvent>(stream: string, decider: Folding<State, Event>) => Promise<Loaded<State>>;
+
+/** Loads that always read the store after the cached state (for checks made outside a `write`). */
+export const loaderOf =
+  (deps: { store: EventStore; cache?: StateCache }): Load =>
+  (stream, decider) =>
+    loadAggregate(deps.store, stream, decider, deps.cache);
 
 /**
  * Reads a stream and folds it through a decider. With a cache, starts from the cached state (in
  * memory or a snapshot) and reads only the events after it (deciders never mutate state, so
- * sharing it is safe): the cost of a command does not grow with the stream's history.
+ * sharing it is safe): the cost of a command does not grow with the stream's history. With
+ * `trust`, a state in memory is returned as is, without reading the store at all.
  */
 export async function loadAggregate<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
-  decider: Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>,
+  decider: Folding<State, Event>,
   cache?: StateCache,
+  trust = false,
 ): Promise<Loaded<State>> {
+  const remembered = trust ? cache?.peek<State>(stream) : undefined;
+  if (remembered) return { ...remembered, optimistic: true };
   const cached = await cache?.get<State>(stream);
   const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});
   let state = cached ? cached.state : decider.initialState();
   for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Event);
-  const revision = events.at(-1)?.streamPosition ?? cached?.revision;
-  if (revision === undefined) return { state, revision: 'no_stream' };
+  const revision = events.at(-1)?.streamPosition ?? cached?.revision ?? 'no_stream';
   cache?.set(stream, state, revision);
-  return { state, revision };
+  return { state, revision, optimistic: false };
+}
+
+/** An append write that also carries the state its events lead to, so the cache can hold it once appended. */
+export interface DecidedWrite extends AppendWrite {
+  after?: unknown;
+}
+
+/** The write of `events` decided on `loaded`, with the state they lead to. */
+export function decidedWrite<State, Event extends DomainEvent>(
+  stream: string,
+  loaded: Pick<Loaded<State>, 'state' | 'revision'>,
+  decider: Pick<Decider<unknown, State, Event>, 'evolve'>,
+  events: Event[],
+  ctx: CommandContext,
+): DecidedWrite {
+  return { stream, expected: loaded.revision, events: withMetadata(events, ctx), after: events.reduce(decider.evolve, loaded.state) };
+}
+
+/**
+ * A condition on a stream the command only read: the append fails with `WrongExpectedVersion`
+ * unless the stream is still at the revision decided on (so a concurrent change makes it retry).
+ */
+export function unchangedSince(stream: string, loaded: Pick<Loaded<unknown>, 'revision'>): AppendWrite {
+  return { stream, expected: loaded.revision, events: [] };
 }
 
 /** Wraps decided events with the metadata every stored event carries. */

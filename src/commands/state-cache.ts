@@ -3,15 +3,26 @@ import type { SnapshotStore } from './snapshot-store.js';
 /** Events folded since the last snapshot after which a new one is taken. */
 export const SNAPSHOT_EVERY = 200;
 
+/** The revision a cached state is at; `no_stream` remembers that the stream did not exist. */
+export type CachedRevision = number | 'no_stream';
+
+export interface CachedState<State> {
+  state: State;
+  revision: CachedRevision;
+}
+
+const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
+
 /**
  * Folded aggregate states, so a command reads only the events appended since (usually none)
  * instead of the whole stream: recently used ones in memory, and with a snapshot store, one
  * snapshot in PostgreSQL per `SNAPSHOT_EVERY` events for cold loads. A cache only: an entry may be
- * stale (another process wrote after it), which costs reading the tail, and the append's
- * expected-revision check catches any race. Least recently used entries leave memory past `capacity`.
+ * stale (another process wrote after it); commands that decide on a memory entry without reading
+ * the store rely on the append's expected-revision check to catch that, and `forget` the entry
+ * when it does. Least recently used entries leave memory past `capacity`.
  */
 export class StateCache {
-  private readonly entries = new Map<string, { state: unknown; revision: number }>();
+  private readonly entries = new Map<string, CachedState<unknown>>();
   private readonly persisted = new Map<string, number>();
 
   constructor(
@@ -19,20 +30,33 @@ export class StateCache {
     private readonly snapshots?: SnapshotStore,
   ) {}
 
-  async get<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
+  /** The state in memory, if any (never a snapshot: those are old by nature). */
+  peek<State>(stream: string): CachedState<State> | undefined {
     const entry = this.entries.get(stream);
-    if (entry) {
-      this.entries.delete(stream);
-      this.entries.set(stream, entry);
-      return entry as { state: State; revision: number };
-    }
+    if (!entry) return undefined;
+    this.entries.delete(stream);
+    this.entries.set(stream, entry);
+    return entry as CachedState<State>;
+  }
+
+  /** The state in memory, else the stream's snapshot (if it has one); none when memory holds it as absent. */
+  async get<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
+    const entry = this.peek<State>(stream);
+    if (entry && entry.revision !== 'no_stream') return entry as { state: State; revision: number };
+    if (entry) return undefined;
     const snapshot = await this.snapshots?.get(stream).catch(() => undefined);
     if (!snapshot) return undefined;
     this.persisted.set(stream, snapshot.revision);
     return snapshot as { state: State; revision: number };
   }
 
-  set(stream: string, state: unknown, revision: number): void {
+  /**
+   * Remembers `state` at `revision`. An older revision than the one in memory is ignored: a load
+   * that started before a concurrent append may finish after it.
+   */
+  set(stream: string, state: unknown, revision: CachedRevision): void {
+    const current = this.entries.get(stream);
+    if (current && order(current.revision) > order(revision)) return;
     this.entries.delete(stream);
     this.entries.set(stream, { state, revision });
     if (this.entries.size > this.capacity) {
@@ -40,10 +64,15 @@ export class StateCache {
       this.entries.delete(oldest);
       this.persisted.delete(oldest);
     }
-    if (this.snapshots && revision - (this.persisted.get(stream) ?? -1) >= SNAPSHOT_EVERY) {
+    if (this.snapshots && revision !== 'no_stream' && revision - (this.persisted.get(stream) ?? -1) >= SNAPSHOT_EVERY) {
       this.persisted.set(stream, revision);
       // Off the request's path; a failed snapshot only means a slower cold load.
       this.snapshots.put(stream, revision, state).catch(() => this.persisted.delete(stream));
     }
+  }
+
+  /** Drops the memory entry (it proved stale): the next load reads the store. */
+  forget(stream: string): void {
+    this.entries.delete(stream);
   }
 }

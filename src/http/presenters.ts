@@ -1,5 +1,8 @@
+import type { RecordedEvent } from '../commands/customer/customer-stream.js';
+import { streams } from '../commands/streams.js';
 import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../db/schema.js';
-import type { LedgerEntry } from '../projections/customers/ledger-entry.js';
+import type { EventData } from '../events/catalogue.js';
+import { type LedgerEntry, ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../store/event-store.js';
 
 /** The tier a customer holds, as stored on the customer row. */
@@ -114,7 +117,7 @@ export function presentReward(row: RewardRow) {
   };
 }
 
-export function presentRedemption(row: RedemptionRow) {
+export function presentRedemption(row: Omit<RedemptionRow, 'business_id' | 'seq'>) {
   return {
     id: row.id,
     customer_id: row.customer_id,
@@ -129,7 +132,7 @@ export function presentRedemption(row: RedemptionRow) {
   };
 }
 
-export function presentEvent(row: RecordedEventRow) {
+export function presentEvent(row: Omit<RecordedEventRow, 'business_id' | 'seq' | 'multiplier'> & { multiplier: number | string }) {
   return {
     id: row.id,
     customer_id: row.customer_id,
@@ -142,4 +145,49 @@ export function presentEvent(row: RecordedEventRow) {
     balance: row.balance,
     created_at: row.created_at.toISOString(),
   };
+}
+
+/*
+ * The answers to commands that record something, built from the event just appended rather than
+ * read back from the read model (which may not have caught up yet): the same rows the projectors
+ * will derive from it.
+ */
+
+export function presentTransactionEvent(event: RecordedEvent) {
+  // `ledgerEntryFromEvent` reads only the stream, type, data and time of an event.
+  const entry = ledgerEntryFromEvent(event as StoredEvent);
+  if (!entry) throw new Error(`${event.type} makes no ledger line`);
+  return presentTransaction(entry);
+}
+
+export function presentEventRecorded(event: RecordedEvent) {
+  const data = event.data as EventData<'EventRecorded'>;
+  return presentEvent({
+    id: data.event_id,
+    customer_id: streams.customerIdOf(event.streamId),
+    event_type: data.event_type,
+    properties: data.properties,
+    reference: data.reference,
+    points_awarded: data.points_awarded,
+    base_points: data.base_points,
+    multiplier: data.multiplier,
+    balance: data.balance,
+    created_at: event.recordedAt,
+  });
+}
+
+export function presentRewardRedeemed(event: RecordedEvent) {
+  const data = event.data as EventData<'RewardRedeemed'>;
+  return presentRedemption({
+    id: data.redemption_id,
+    customer_id: streams.customerIdOf(event.streamId),
+    reward_id: data.reward_id,
+    points_cost: data.points_cost,
+    balance: data.balance,
+    status: 'completed',
+    reference: data.reference,
+    metadata: data.metadata,
+    created_at: event.recordedAt,
+    cancelled_at: null,
+  });
 }

@@ -7,24 +7,9 @@ import { fold } from '../../src/commands/decider.js';
 import { snapshotStore, STATE_VERSION } from '../../src/commands/snapshot-store.js';
 import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
-import type { EventStore, ReadStreamOptions } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase } from '../support/test-database.js';
-
-/** The real store, noting where each readStream started (to see how much of a stream a load read). */
-function observed(store: EventStore) {
-  const reads: Array<{ stream: string; from: number | undefined }> = [];
-  const wrapped: EventStore = {
-    append: (w) => store.append(w),
-    readAll: (a, m) => store.readAll(a, m),
-    onAppended: (l) => store.onAppended(l),
-    readStream: (stream: string, options?: ReadStreamOptions) => {
-      reads.push({ stream, from: options?.from });
-      return store.readStream(stream, options);
-    },
-  };
-  return { store: wrapped, reads };
-}
+import { observed } from './observed-store.js';
 
 describe('aggregate snapshots', () => {
   let handle: DatabaseHandle;

@@ -3,7 +3,7 @@ import type { CustomerProfile } from '../../events/customer-events.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { newId } from '../../ids.js';
 import type { AppendWrite } from '../../store/event-store.js';
-import { loadAggregate, withMetadata } from '../aggregate.js';
+import { type DecidedWrite, decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
 import type { CommandDeps } from '../command-deps.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
@@ -12,7 +12,7 @@ import { loadProgram } from '../program/program-commands.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type CustomerCommand, customerDecider } from './customer-decider.js';
-import { assertReferenceFree, changeCustomer, customerWrite, referenceWrites } from './customer-stream.js';
+import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 type UniqueField = 'email' | 'external_reference';
 const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
@@ -41,40 +41,39 @@ export function customerCommands(deps: CommandDeps) {
     }
   }
 
-  /** Writes that count a new customer against the business's plan (none on an unlimited plan). */
-  async function planWrites(ctx: CommandContext, customerId: string): Promise<AppendWrite[]> {
+  /** The write that counts a new customer against the business's plan (on an unlimited plan, only a check that it still is). */
+  async function planWrite(load: Load, ctx: CommandContext, customerId: string): Promise<AppendWrite> {
     const stream = streams.business(ctx.businessId);
-    const { state, revision } = await loadAggregate(store, stream, businessDecider, deps.cache);
-    if (PLAN_LIMITS[state.plan] === Number.POSITIVE_INFINITY) return [];
-    const events = businessDecider.decide({ type: 'CountCustomer', customerId }, state);
-    return [{ stream, expected: revision, events: withMetadata(events, ctx) }];
+    const business = await load(stream, businessDecider);
+    if (PLAN_LIMITS[business.state.plan] === Number.POSITIVE_INFINITY) return unchangedSince(stream, business);
+    const events = businessDecider.decide({ type: 'CountCustomer', customerId }, business.state);
+    return decidedWrite(stream, business, businessDecider, events, ctx);
   }
 
   return {
     async register(ctx: CommandContext, profile: CustomerProfile): Promise<string> {
       const customerId = newId('customer');
       // Customers of one business are counted on its stream: serialize them here rather than retry.
-      await write(deps, [streams.business(ctx.businessId)], async () => {
-        const events = customerDecider.decide(
-          { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile },
-          customerDecider.initialState(),
-        );
-        const writes: AppendWrite[] = [customerWrite(customerId, 'no_stream', events, ctx)];
+      await write(deps, [streams.business(ctx.businessId)], async (load) => {
+        const unregistered = { state: customerDecider.initialState(), revision: 'no_stream' as const };
+        const events = customerDecider.decide({ type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile }, unregistered.state);
+        const writes: DecidedWrite[] = [customerWrite(customerId, unregistered, events, ctx)];
         for (const field of UNIQUE_FIELDS) {
           const value = profile[field];
           if (value !== null) writes.push(...(await claimUnique(ctx, customerId, field, value)));
         }
-        writes.push(...(await planWrites(ctx, customerId)));
+        writes.push(await planWrite(load, ctx, customerId));
         return writes;
       });
       return customerId;
     },
 
     async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<void> {
-      await changeCustomer(deps, ctx, customerId, async ({ state, revision }) => {
+      await changeCustomer(deps, ctx, customerId, async (customer) => {
+        const { state } = customer;
         const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
         if (events.length === 0) return [];
-        const writes: AppendWrite[] = [customerWrite(customerId, revision, events, ctx)];
+        const writes: DecidedWrite[] = [customerWrite(customerId, customer, events, ctx)];
         for (const field of UNIQUE_FIELDS) {
           const before = state.profile[field];
           const after = changes[field];
@@ -89,19 +88,20 @@ export function customerCommands(deps: CommandDeps) {
       });
     },
 
-    /** Earn, deduct or adjust; returns the transaction id. Throws `DuplicateReference` for a used reference. */
-    async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<string> {
+    /** Earn, deduct or adjust; returns the points event. Throws `DuplicateReference` for a used reference. */
+    async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<RecordedEvent> {
       const transactionId = newId('transaction');
-      await changeCustomer(deps, ctx, customerId, async ({ state, revision }) => {
+      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
         await assertReferenceFree(deps, customerId, input.reference);
-        const { tiers } = await loadProgram(deps, ctx.businessId);
-        const events = customerDecider.decide({ type: 'RecordPoints', transactionId, tiers, ...input }, state);
+        const program = await loadProgram(load, ctx.businessId);
+        const events = customerDecider.decide({ type: 'RecordPoints', transactionId, tiers: program.tiers, ...input }, customer.state);
         return [
-          customerWrite(customerId, revision, events, ctx),
+          customerWrite(customerId, customer, events, ctx),
+          program.unchanged,
           ...referenceWrites(ctx, customerId, input.reference, { kind: 'transaction', id: transactionId }),
         ];
       });
-      return transactionId;
+      return firstCustomerEvent(written, customerId);
     },
   };
 }

@@ -1,10 +1,10 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
-import type { AppendWrite, Checkpoint, NewEvent } from '../../store/event-store.js';
-import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
+import type { AppendWrite, Checkpoint, NewEvent, StoredEvent } from '../../store/event-store.js';
+import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
-import { write } from '../write.js';
+import { write, type Written } from '../write.js';
 import { streams } from '../streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 
@@ -19,14 +19,20 @@ export class DuplicateReference extends Error {
 }
 
 /** Loads a customer of the caller's business, or 404 (another business's customer is not found either). */
-export async function loadCustomer(deps: CommandDeps, ctx: CommandContext, customerId: string): Promise<Loaded<CustomerState>> {
-  const loaded = await loadAggregate(deps.store, streams.customer(customerId), customerDecider, deps.cache);
+export async function loadCustomer(load: Load, ctx: CommandContext, customerId: string): Promise<Loaded<CustomerState>> {
+  const loaded = await load(streams.customer(customerId), customerDecider);
   if (!loaded.state.registered || loaded.state.businessId !== ctx.businessId) throw errors.customerNotFound(customerId);
   return loaded;
 }
 
-export function customerWrite(customerId: string, expected: AppendWrite['expected'], events: CustomerEvent[], ctx: CommandContext): AppendWrite {
-  return { stream: streams.customer(customerId), expected, events: withMetadata(events, ctx) };
+/** The write of `events` decided on the customer's state `decidedOn`. */
+export function customerWrite(
+  customerId: string,
+  decidedOn: Pick<Loaded<CustomerState>, 'state' | 'revision'>,
+  events: CustomerEvent[],
+  ctx: CommandContext,
+): DecidedWrite {
+  return decidedWrite(streams.customer(customerId), decidedOn, customerDecider, events, ctx);
 }
 
 /**
@@ -37,10 +43,21 @@ export function changeCustomer(
   deps: CommandDeps,
   ctx: CommandContext,
   customerId: string,
-  decide: (loaded: Loaded<CustomerState>) => Promise<AppendWrite[]>,
+  decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
-): Promise<void> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async () => decide(await loadCustomer(deps, ctx, customerId)));
+): Promise<Written | null> {
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load));
+}
+
+/** An event as a change appended it: what a request's answer is built from. */
+export type RecordedEvent = Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'recordedAt'>;
+
+/** The first event the change appended to the customer's stream (the one it was made for). */
+export function firstCustomerEvent(written: Written | null, customerId: string): RecordedEvent {
+  const streamId = streams.customer(customerId);
+  const event = written?.writes.find((w) => w.stream === streamId)?.events[0];
+  if (!event) throw new Error(`no event was appended to customer ${customerId}`);
+  return { streamId, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
 }
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */

@@ -4,7 +4,7 @@ import { newId } from '../../ids.js';
 import type { CommandDeps } from '../command-deps.js';
 import { loadProgram } from '../program/program-commands.js';
 import { customerDecider } from './customer-decider.js';
-import { assertReferenceFree, changeCustomer, customerWrite, referenceWrites } from './customer-stream.js';
+import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 export interface RecordEventInput {
   customerId: string;
@@ -17,27 +17,28 @@ export function eventCommands(deps: CommandDeps) {
   return {
     /**
      * Records an occurrence of an event type on the customer's stream, worth the type's points
-     * under the customer's tier multiplier (0 points is recorded too); returns the event id.
+     * under the customer's tier multiplier (0 points is recorded too); returns the `EventRecorded`.
      */
-    async record(ctx: CommandContext, input: RecordEventInput): Promise<string> {
+    async record(ctx: CommandContext, input: RecordEventInput): Promise<RecordedEvent> {
       const eventId = newId('event');
-      await changeCustomer(deps, ctx, input.customerId, async ({ state, revision }) => {
+      const written = await changeCustomer(deps, ctx, input.customerId, async (customer, load) => {
         await assertReferenceFree(deps, input.customerId, input.reference);
-        const program = await loadProgram(deps, ctx.businessId);
+        const program = await loadProgram(load, ctx.businessId);
         const eventType = program.eventTypes[input.eventType];
         if (!eventType) {
           throw new ApiError(422, 'unknown_event_type', `No event type named '${input.eventType}'. Create it first with POST /api/v1/event-types.`);
         }
         const events = customerDecider.decide(
           { type: 'RecordEvent', eventId, eventType, properties: input.properties, reference: input.reference, tiers: program.tiers },
-          state,
+          customer.state,
         );
         return [
-          customerWrite(input.customerId, revision, events, ctx),
+          customerWrite(input.customerId, customer, events, ctx),
+          program.unchanged,
           ...referenceWrites(ctx, input.customerId, input.reference, { kind: 'event', id: eventId }),
         ];
       });
-      return eventId;
+      return firstCustomerEvent(written, input.customerId);
     },
   };
 }

@@ -1,14 +1,21 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { newId } from '../../ids.js';
-import type { AppendWrite } from '../../store/event-store.js';
-import { withMetadata } from '../aggregate.js';
+import { type DecidedWrite, decidedWrite, type Loaded, loaderOf } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { rewardDecider } from '../reward/reward-decider.js';
+import { rewardDecider, type RewardState } from '../reward/reward-decider.js';
 import { loadReward } from '../reward/reward-commands.js';
 import { streams } from '../streams.js';
 import { customerDecider } from './customer-decider.js';
-import { assertReferenceFree, changeCustomer, customerWrite, loadCustomer, referenceWrites } from './customer-stream.js';
+import {
+  assertReferenceFree,
+  changeCustomer,
+  customerWrite,
+  firstCustomerEvent,
+  loadCustomer,
+  type RecordedEvent,
+  referenceWrites,
+} from './customer-stream.js';
 
 export interface RedeemInput {
   customerId: string;
@@ -28,43 +35,45 @@ export function redemptionCommands(deps: CommandDeps) {
   }
 
   return {
-    /** Spends points on a reward; returns the redemption id. */
-    async redeem(ctx: CommandContext, input: RedeemInput): Promise<string> {
+    /** Spends points on a reward; returns the `RewardRedeemed`. */
+    async redeem(ctx: CommandContext, input: RedeemInput): Promise<RecordedEvent> {
       const redemptionId = newId('redemption');
-      await withReward(ctx, input.customerId, input.rewardId, async ({ state, revision }) => {
+      const written = await withReward(ctx, input.customerId, input.rewardId, async (customer, load) => {
         await assertReferenceFree(deps, input.customerId, input.reference);
-        const reward = await loadReward(deps, ctx, input.rewardId);
+        const reward = await loadReward(load, ctx, input.rewardId);
         const customerEvents = customerDecider.decide(
           { type: 'RedeemReward', redemptionId, reward: reward.reward, reference: input.reference, metadata: input.metadata },
-          state,
+          customer.state,
         );
         const rewardEvents = rewardDecider.decide({ type: 'TakeStock', redemptionId, customerId: input.customerId }, reward.state);
         return [
-          customerWrite(input.customerId, revision, customerEvents, ctx),
-          ...rewardWrite(input.rewardId, reward.revision, rewardEvents, ctx),
+          customerWrite(input.customerId, customer, customerEvents, ctx),
+          rewardWrite(input.rewardId, reward, rewardEvents, ctx),
           ...referenceWrites(ctx, input.customerId, input.reference, { kind: 'redemption', id: redemptionId }),
         ];
       });
-      return redemptionId;
+      return firstCustomerEvent(written, input.customerId);
     },
 
     /** Gives the points (and the stock unit) of a redemption back. */
     async cancel(ctx: CommandContext, customerId: string, redemptionId: string): Promise<void> {
-      const { state } = await loadCustomer(deps, ctx, customerId);
+      // Which reward's lock to take, read before taking it (the decision below checks again).
+      const { state } = await loadCustomer(loaderOf(deps), ctx, customerId);
       const rewardId = state.redemptions[redemptionId]?.rewardId;
       if (!rewardId) throw errors.redemptionNotFound(redemptionId);
-      await withReward(ctx, customerId, rewardId, async ({ state, revision }) => {
-        const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: newId('transaction') }, state);
-        const reward = await loadReward(deps, ctx, rewardId);
+      await withReward(ctx, customerId, rewardId, async (customer, load) => {
+        const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: newId('transaction') }, customer.state);
+        const reward = await loadReward(load, ctx, rewardId);
         const rewardEvents = rewardDecider.decide({ type: 'ReturnStock', redemptionId, customerId }, reward.state);
-        return [customerWrite(customerId, revision, customerEvents, ctx), ...rewardWrite(rewardId, reward.revision, rewardEvents, ctx)];
+        return [customerWrite(customerId, customer, customerEvents, ctx), rewardWrite(rewardId, reward, rewardEvents, ctx)];
       });
     },
   };
 }
 
-function rewardWrite(rewardId: string, expected: AppendWrite['expected'], events: ReturnType<typeof rewardDecider.decide>, ctx: CommandContext): AppendWrite[] {
-  return events.length ? [{ stream: streams.reward(rewardId), expected, events: withMetadata(events, ctx) }] : [];
+/** The reward's write: its stock events, or (for unlimited stock) a check that the reward did not change. */
+function rewardWrite(rewardId: string, reward: Loaded<RewardState>, events: ReturnType<typeof rewardDecider.decide>, ctx: CommandContext): DecidedWrite {
+  return decidedWrite(streams.reward(rewardId), reward, rewardDecider, events, ctx);
 }
 
 export type RedemptionCommands = ReturnType<typeof redemptionCommands>;

@@ -1,16 +1,25 @@
 import type { CommandContext } from '../../events/metadata.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
 import { newId } from '../../ids.js';
-import { loadAggregate, withMetadata } from '../aggregate.js';
+import type { AppendWrite } from '../../store/event-store.js';
+import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { type ProgramCommand, programDecider, type ProgramState, tiersByThreshold } from './program-decider.js';
 
 /** A business's program as commands need it: tiers by threshold and event types by name. */
-export async function loadProgram(deps: CommandDeps, businessId: string): Promise<{ eventTypes: ProgramState['eventTypes']; tiers: TierDefinition[] }> {
-  const { state } = await loadAggregate(deps.store, streams.program(businessId), programDecider, deps.cache);
-  return { eventTypes: state.eventTypes, tiers: tiersByThreshold(state) };
+export interface Program {
+  eventTypes: ProgramState['eventTypes'];
+  tiers: TierDefinition[];
+  /** The condition to append with a decision made on this program: it must not have changed since. */
+  unchanged: AppendWrite;
+}
+
+export async function loadProgram(load: Load, businessId: string): Promise<Program> {
+  const stream = streams.program(businessId);
+  const loaded = await load(stream, programDecider);
+  return { eventTypes: loaded.state.eventTypes, tiers: tiersByThreshold(loaded.state), unchanged: unchangedSince(stream, loaded) };
 }
 
 export type TierInput = Omit<TierDefinition, 'tier_id'>;
@@ -18,11 +27,11 @@ export type EventTypeInput = Omit<EventTypeDefinition, 'event_type_id'>;
 
 export function programCommands(deps: CommandDeps) {
   /** Decides on the business's program stream and appends, serialized per business. */
-  function change(ctx: CommandContext, command: ProgramCommand): Promise<void> {
+  async function change(ctx: CommandContext, command: ProgramCommand): Promise<void> {
     const stream = streams.program(ctx.businessId);
-    return write(deps, [stream], async () => {
-      const { state, revision } = await loadAggregate(deps.store, stream, programDecider, deps.cache);
-      return [{ stream, expected: revision, events: withMetadata(programDecider.decide(command, state), ctx) }];
+    await write(deps, [stream], async (load) => {
+      const program = await load(stream, programDecider);
+      return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state), ctx)];
     });
   }
 

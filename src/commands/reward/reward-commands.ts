@@ -2,7 +2,7 @@ import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { newId } from '../../ids.js';
-import { loadAggregate, type Loaded, withMetadata } from '../aggregate.js';
+import { decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
@@ -12,8 +12,8 @@ export type RewardInput = Omit<RewardDefinition, 'reward_id' | 'business_id' | '
 export type RewardChanges = Partial<Omit<RewardDefinition, 'reward_id' | 'business_id'>>;
 
 /** Loads a reward of the caller's business, or 404 (another business's reward is not found either). */
-export async function loadReward(deps: CommandDeps, ctx: CommandContext, rewardId: string): Promise<Loaded<RewardState> & { reward: RewardDefinition }> {
-  const loaded = await loadAggregate(deps.store, streams.reward(rewardId), rewardDecider, deps.cache);
+export async function loadReward(load: Load, ctx: CommandContext, rewardId: string): Promise<Loaded<RewardState> & { reward: RewardDefinition }> {
+  const loaded = await load(streams.reward(rewardId), rewardDecider);
   const reward = loaded.state.reward;
   if (!reward || reward.business_id !== ctx.businessId) throw errors.rewardNotFound(rewardId);
   return { ...loaded, reward };
@@ -30,11 +30,11 @@ export function rewardCommands(deps: CommandDeps) {
       return rewardId;
     },
 
-    update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {
+    async update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {
       const stream = streams.reward(rewardId);
-      return write(deps, [stream], async () => {
-        const { state, revision } = await loadReward(deps, ctx, rewardId);
-        return [{ stream, expected: revision, events: withMetadata(rewardDecider.decide({ type: 'UpdateReward', changes }, state), ctx) }];
+      await write(deps, [stream], async (load) => {
+        const reward = await loadReward(load, ctx, rewardId);
+        return [decidedWrite(stream, reward, rewardDecider, rewardDecider.decide({ type: 'UpdateReward', changes }, reward.state), ctx)];
       });
     },
   };

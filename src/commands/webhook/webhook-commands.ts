@@ -4,7 +4,7 @@ import type { EventOf } from '../../events/catalogue.js';
 import { newId } from '../../ids.js';
 import type { webhookSecrets } from '../../webhooks/secrets.js';
 import { assertDeliverableUrl } from '../../webhooks/url-guard.js';
-import { loadAggregate, withMetadata } from '../aggregate.js';
+import { decidedWrite, loadAggregate, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
@@ -26,12 +26,13 @@ export interface WebhookCommandOptions {
 
 export function webhookCommands(deps: CommandDeps, options: WebhookCommandOptions) {
   /** Decides on an existing webhook of the caller's business and appends. */
-  function change(ctx: CommandContext, webhookId: string, command: (state: ReturnType<typeof webhookDecider.initialState>) => WebhookCommand) {
+  async function change(ctx: CommandContext, webhookId: string, command: (state: ReturnType<typeof webhookDecider.initialState>) => WebhookCommand) {
     const stream = streams.webhook(webhookId);
-    return write(deps, [stream], async () => {
-      const { state, revision } = await loadAggregate(deps.store, stream, webhookDecider, deps.cache);
+    await write(deps, [stream], async (load) => {
+      const webhook = await load(stream, webhookDecider);
+      const { state } = webhook;
       if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
-      return [{ stream, expected: revision, events: withMetadata(webhookDecider.decide(command(state), state), ctx) }];
+      return [decidedWrite(stream, webhook, webhookDecider, webhookDecider.decide(command(state), state), ctx)];
     });
   }
 

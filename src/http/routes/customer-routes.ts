@@ -113,15 +113,11 @@ export const customerRoutes = createRouter()
       responses: { 200: jsonResponse(SummarySchema, 'The summary.'), ...errorResponses(404) },
     }),
     async (c) => {
-      const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const { customers, catalog } = c.var.services.queries;
-      const [activity, tiers] = await Promise.all([
-        customers.recentActivity(customer.business_id, customer.id),
-        catalog.tiers(customer.business_id),
-      ]);
+      const { customer_id } = c.req.valid('param');
+      const customer = await c.var.services.queries.customers.summary(c.var.principal.businessId, customer_id);
+      if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
-      // The lowest tier above the one held (any tier when none is held); null at the top.
-      const next = tiers.find((t) => current === null || t.points_threshold > current.points_threshold);
+      const next = customer.next_tier;
       return c.json(
         {
           customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
@@ -141,7 +137,7 @@ export const customerRoutes = createRouter()
                 }
               : null,
           },
-          recent_activity: activity.map((a) => ({
+          recent_activity: customer.recent_activity.map((a) => ({
             type: a.type,
             amount: a.amount,
             description: a.description,

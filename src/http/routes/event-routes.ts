@@ -3,7 +3,7 @@ import { commandContext } from '../command-context.js';
 import { refusingDuplicates } from '../duplicate-reference.js';
 import { listResponse } from '../list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentEvent } from '../presenters.js';
+import { presentEvent, presentEventRecorded } from '../presenters.js';
 import { createRouter } from '../router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { EventCreateSchema, EventListQuerySchema, EventSchema } from '../schemas/program-schemas.js';
@@ -27,8 +27,8 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const { services, principal } = c.var;
-      const id = await refusingDuplicates(c, body.reference, () =>
+      const { services } = c.var;
+      const recorded = await refusingDuplicates(c, body.reference, () =>
         services.commands.events.record(commandContext(c), {
           customerId: body.customer_id,
           eventType: body.event_type,
@@ -36,9 +36,7 @@ export const eventRoutes = createRouter()
           reference: body.reference ?? null,
         }),
       );
-      const row = await services.queries.catalog.event(principal.businessId, id);
-      if (!row) throw new Error(`event ${id} was written but is not in the read model yet`);
-      return c.json(presentEvent(row), 201);
+      return c.json(presentEventRecorded(recorded), 201);
     },
   )
   .openapi(

@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { commandContext } from '../command-context.js';
 import { refusingDuplicates } from '../duplicate-reference.js';
 import { guard } from '../middleware/guard.js';
-import { presentTransaction } from '../presenters.js';
+import { presentTransactionEvent } from '../presenters.js';
 import { createRouter } from '../router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
@@ -28,8 +28,8 @@ export const pointsRoutes = createRouter().openapi(
   async (c) => {
     const { customer_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { services, principal } = c.var;
-    const id = await refusingDuplicates(c, body.reference, () =>
+    const { services } = c.var;
+    const recorded = await refusingDuplicates(c, body.reference, () =>
       services.commands.customers.recordPoints(commandContext(c), customer_id, {
         pointsType: body.type,
         amount: body.amount,
@@ -39,8 +39,6 @@ export const pointsRoutes = createRouter().openapi(
         metadata: body.metadata ?? {},
       }),
     );
-    const entry = await services.queries.customers.ledgerEntry(principal.businessId, id);
-    if (!entry) throw new Error(`transaction ${id} was written but is not in the read model yet`);
-    return c.json(presentTransaction(entry), 201);
+    return c.json(presentTransactionEvent(recorded), 201);
   },
 );

@@ -6,7 +6,7 @@ import { refusingDuplicates } from '../duplicate-reference.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentRedemption } from '../presenters.js';
+import { presentRedemption, presentRewardRedeemed } from '../presenters.js';
 import { createRouter } from '../router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
@@ -38,7 +38,7 @@ export const redemptionRoutes = createRouter()
     async (c) => {
       const { customer_id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const id = await refusingDuplicates(c, body.reference, () =>
+      const recorded = await refusingDuplicates(c, body.reference, () =>
         c.var.services.commands.redemptions.redeem(commandContext(c), {
           customerId: customer_id,
           rewardId: body.reward_id,
@@ -46,7 +46,7 @@ export const redemptionRoutes = createRouter()
           metadata: body.metadata ?? {},
         }),
       );
-      return c.json(presentRedemption(await redemptionOr404(c, customer_id, id)), 201);
+      return c.json(presentRewardRedeemed(recorded), 201);
     },
   )
   .openapi(

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { ApiKeyRow, BusinessRow, Database } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
+import { precompiled } from '../precompiled-query.js';
 
 export interface Principal {
   keyId: string;
@@ -14,17 +15,21 @@ export function accessQueries(db: Kysely<Database>) {
   const key = (businessId: string, keyId: string): Promise<ApiKeyRow | undefined> =>
     db.selectFrom('api_keys').selectAll().where('business_id', '=', businessId).where('id', '=', keyId).executeTakeFirst();
 
+  // Every request runs it, and it is never cached (a revoked key fails on the very next request).
+  const liveKeyByHash = precompiled(db, (param) =>
+    db
+      .selectFrom('api_keys')
+      .select(['id', 'business_id', 'type', 'permissions', 'key_hash'])
+      .where('key_hash', '=', param('keyHash'))
+      .where('revoked_at', 'is', null),
+  );
+
   return {
     key,
 
     /** The live (not revoked) key with this hash, or undefined. */
     async principalByKeyHash(keyHash: string): Promise<Principal | undefined> {
-      const row = await db
-        .selectFrom('api_keys')
-        .select(['id', 'business_id', 'type', 'permissions', 'key_hash'])
-        .where('key_hash', '=', keyHash)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst();
+      const [row] = await liveKeyByHash({ keyHash });
       return row && { keyId: row.id, businessId: row.business_id, type: row.type, permissions: row.permissions, keyHash: row.key_hash };
     },
 

@@ -1,6 +1,22 @@
-import type { Kysely } from 'kysely';
-import type { CustomerRow, Database, LedgerEntryRow } from '../../db/schema.js';
+import { type Kysely, sql } from 'kysely';
+import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
+import { precompiled } from '../precompiled-query.js';
+
+/** How many of the newest balance changes a summary shows. */
+export const RECENT_ACTIVITY = 10;
+
+/** A customer with what its summary shows besides: the newest balance changes and the next tier up. */
+export interface CustomerSummaryRow extends CustomerRow {
+  recent_activity: Array<Pick<LedgerEntryRow, 'type' | 'amount' | 'description' | 'created_at'>>;
+  /** The lowest tier above the one held (any tier when none is held); null at the top. */
+  next_tier: Pick<TierRow, 'id' | 'name' | 'points_threshold'> | null;
+}
+
+type SummaryQueryRow = CustomerRow & { recent_activity: unknown; next_tier: unknown };
+
+/** json(b) values arrive parsed from node-postgres, as text from some drivers. */
+const parsed = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
 
 export interface CustomerFilters {
   email?: string | undefined;
@@ -16,7 +32,44 @@ export function customerQueries(db: Kysely<Database>) {
     return (await q.executeTakeFirst())?.seq;
   };
 
+  // One round trip for the whole summary: the customer, its recent activity and the next tier.
+  const summary = precompiled(db, (param) =>
+    db
+      .selectFrom('customers as c')
+      .selectAll('c')
+      .select([
+        sql<unknown>`coalesce((
+          select json_agg(json_build_object('type', a.type, 'amount', a.amount, 'description', a.description, 'created_at', a.created_at) order by a.seq desc)
+          from (
+            select l.seq, l.type, l.amount, l.description, l.created_at from ledger_entries l
+            where l.business_id = c.business_id and l.customer_id = c.id
+            order by l.seq desc limit ${RECENT_ACTIVITY}
+          ) a
+        ), '[]'::json)`.as('recent_activity'),
+        sql<unknown>`(
+          select json_build_object('id', t.id, 'name', t.name, 'points_threshold', t.points_threshold) from tiers t
+          where t.business_id = c.business_id
+            and (c.tier ->> 'points_threshold' is null or t.points_threshold > (c.tier ->> 'points_threshold')::numeric)
+          order by t.points_threshold limit 1
+        )`.as('next_tier'),
+      ])
+      .where('c.business_id', '=', param('businessId'))
+      .where('c.id', '=', param('customerId')),
+  );
+
   return {
+    /** The customer with its summary's recent activity and next tier, in one statement. */
+    async summary(businessId: string, customerId: string): Promise<CustomerSummaryRow | undefined> {
+      const [row] = (await summary({ businessId, customerId })) as SummaryQueryRow[];
+      if (!row) return undefined;
+      const activity = parsed<Array<CustomerSummaryRow['recent_activity'][number] & { created_at: string }>>(row.recent_activity);
+      return {
+        ...row,
+        recent_activity: activity.map((a) => ({ ...a, created_at: new Date(a.created_at) })),
+        next_tier: parsed<CustomerSummaryRow['next_tier']>(row.next_tier),
+      };
+    },
+
     get(businessId: string, customerId: string): Promise<CustomerRow | undefined> {
       return db.selectFrom('customers').selectAll().where('business_id', '=', businessId).where('id', '=', customerId).executeTakeFirst();
     },
@@ -37,18 +90,6 @@ export function customerQueries(db: Kysely<Database>) {
 
     ledgerEntry(businessId: string, id: string): Promise<LedgerEntryRow | undefined> {
       return db.selectFrom('ledger_entries').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
-    },
-
-    /** The newest balance changes, newest first (the summary's `recent_activity`). */
-    recentActivity(businessId: string, customerId: string, limit = 10): Promise<LedgerEntryRow[]> {
-      return db
-        .selectFrom('ledger_entries')
-        .selectAll()
-        .where('business_id', '=', businessId)
-        .where('customer_id', '=', customerId)
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .execute();
     },
   };
 }

@@ -1,0 +1,16 @@
+import type { EventStore, ReadStreamOptions } from '../../src/store/event-store.js';
+
+/** The real store, noting where each readStream started (to see how much of a stream a load read). */
+export function observed(store: EventStore) {
+  const reads: Array<{ stream: string; from: number | undefined }> = [];
+  const wrapped: EventStore = {
+    append: (w) => store.append(w),
+    readAll: (a, m) => store.readAll(a, m),
+    onAppended: (l) => store.onAppended(l),
+    readStream: (stream: string, options?: ReadStreamOptions) => {
+      reads.push({ stream, from: options?.from });
+      return store.readStream(stream, options);
+    },
+  };
+  return { store: wrapped, reads };
+}

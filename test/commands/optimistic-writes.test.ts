@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withMetadata } from '../../src/commands/aggregate.js';
+import { businessCommands } from '../../src/commands/business/business-commands.js';
+import type { CommandDeps } from '../../src/commands/command-deps.js';
+import { customerCommands } from '../../src/commands/customer/customer-commands.js';
+import { customerDecider } from '../../src/commands/customer/customer-decider.js';
+import { fold } from '../../src/commands/decider.js';
+import { KeyedLock } from '../../src/commands/keyed-lock.js';
+import { snapshotStore } from '../../src/commands/snapshot-store.js';
+import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
+import { streams } from '../../src/commands/streams.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
+import type { CommandContext } from '../../src/events/metadata.js';
+import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { openTestDatabase } from '../support/test-database.js';
+import { observed } from './observed-store.js';
+
+describe('commands on cached state', () => {
+  let handle: DatabaseHandle;
+  let store: PostgresEventStore;
+  beforeAll(async () => {
+    handle = await openTestDatabase();
+    store = new PostgresEventStore(handle.db);
+  });
+  afterAll(() => handle.close());
+
+  /** One process's command side on the test database, its reads of the store noted. */
+  function processOnDatabase() {
+    const { store: watched, reads } = observed(store);
+    const deps: CommandDeps = { store: watched, locks: new KeyedLock(), cache: new StateCache(100, snapshotStore(handle.db)), settle: async () => {} };
+    return { deps, reads, customers: customerCommands(deps), businesses: businessCommands(deps) };
+  }
+
+  const earn = (amount: number) =>
+    ({ pointsType: 'earn', amount, applyMultiplier: true, description: null, reference: null, metadata: {} }) as const;
+  const profile = (email: string) => ({ email, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} });
+
+  async function customerOf(process: ReturnType<typeof processOnDatabase>) {
+    const base = { actor: 'test', requestId: null, idempotencyKey: null, now: new Date() };
+    const businessId = await process.businesses.create(base, { name: 'Cached', plan: 'unlimited' });
+    const ctx: CommandContext = { ...base, businessId };
+    const customerId = await process.customers.register(ctx, profile(`${businessId}@example.com`));
+    return { ctx, customerId };
+  }
+
+  it('decides the next write on a stream from the state its last write left, reading nothing', async () => {
+    const process = processOnDatabase();
+    const { ctx, customerId } = await customerOf(process);
+    process.reads.length = 0;
+    await process.customers.recordPoints(ctx, customerId, earn(10));
+    // The registration left the customer in memory; the program (none yet) is read once.
+    expect(process.reads.map((r) => r.stream)).toEqual([streams.program(ctx.businessId)]);
+    process.reads.length = 0;
+
+    const recorded = await process.customers.recordPoints(ctx, customerId, earn(5));
+    expect(recorded.data).toMatchObject({ amount: 5, balance: 15 });
+    expect(process.reads).toEqual([]);
+  });
+
+  it('reads the stream again when another process appended behind its cache, and decides on what is there', async () => {
+    const process = processOnDatabase();
+    const { ctx, customerId } = await customerOf(process);
+    await process.customers.recordPoints(ctx, customerId, earn(10));
+
+    const stream = streams.customer(customerId);
+    const before = await store.readStream(stream);
+    const state = fold(customerDecider, before.map((e) => ({ type: e.type, data: e.data }) as never));
+    const behind = customerDecider.decide({ type: 'RecordPoints', transactionId: 'txn_behind', tiers: [], ...earn(100) }, state);
+    await store.append([{ stream, expected: before.at(-1)!.streamPosition, events: withMetadata(behind, ctx) }]);
+    process.reads.length = 0;
+
+    const recorded = await process.customers.recordPoints(ctx, customerId, earn(1));
+    expect(recorded.data).toMatchObject({ amount: 1, balance: 111 });
+    expect(process.reads.map((r) => r.stream)).toEqual([stream]);
+    // And the cache holds the state after that write again.
+    process.reads.length = 0;
+    expect((await process.customers.recordPoints(ctx, customerId, earn(1))).data).toMatchObject({ balance: 112 });
+    expect(process.reads).toEqual([]);
+  });
+
+  it('confirms a refusal decided on cached state against the store before answering it', async () => {
+    const process = processOnDatabase();
+    const { ctx, customerId } = await customerOf(process);
+    await process.customers.recordPoints(ctx, customerId, earn(10));
+    const other = processOnDatabase();
+    await other.customers.recordPoints(ctx, customerId, earn(50));
+
+    const deduct = { ...earn(40), pointsType: 'deduct' } as const;
+    expect((await process.customers.recordPoints(ctx, customerId, deduct)).data).toMatchObject({ amount: 40, balance: 20 });
+    await expect(process.customers.recordPoints(ctx, customerId, { ...deduct, amount: 21 })).rejects.toMatchObject({ code: 'insufficient_points' });
+  });
+
+  it('finds a customer it remembers as absent once another process has registered it', async () => {
+    const process = processOnDatabase();
+    const { ctx } = await customerOf(process);
+    const customerId = `cust_later${Date.now()}`;
+    await expect(process.customers.recordPoints(ctx, customerId, earn(1))).rejects.toMatchObject({ code: 'customer_not_found' });
+
+    const registered = customerDecider.decide(
+      { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile: profile(`${customerId}@example.com`) },
+      customerDecider.initialState(),
+    );
+    await store.append([{ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(registered, ctx) }]);
+    expect((await process.customers.recordPoints(ctx, customerId, earn(3))).data).toMatchObject({ balance: 3 });
+  });
+
+  it(`still snapshots every ${SNAPSHOT_EVERY} events of a stream it writes without reading`, async () => {
+    const process = processOnDatabase();
+    const { ctx, customerId } = await customerOf(process);
+    // Registered at revision 0: the earns take the stream to its SNAPSHOT_EVERY-th event.
+    for (let i = 1; i < SNAPSHOT_EVERY; i++) await process.customers.recordPoints(ctx, customerId, earn(1));
+    await expect.poll(async () => (await snapshotStore(handle.db).get(streams.customer(customerId)))?.revision).toBe(SNAPSHOT_EVERY - 1);
+    expect(process.reads.filter((r) => r.stream === streams.customer(customerId))).toEqual([]);
+  });
+});

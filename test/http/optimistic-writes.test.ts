@@ -1,0 +1,191 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Config, loadConfig } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createServices, type Services, type ServicesOptions } from '../../src/services.js';
+import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+
+/**
+ * Commands decide on the state this process cached after its own last write, without reading the
+ * store. These tests write behind such a cache, through a second instance of the service on the
+ * same database (its own caches, as a second server process has), and check that the next write
+ * through the first instance still decides on what is really there.
+ */
+describe('writes decided on cached state', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  /** Another instance of the service on the test app's database; `request` goes through its HTTP app. */
+  async function instanceBeside(app: TestApp, options: Partial<ServicesOptions> & { config?: Partial<Config> } = {}) {
+    const services: Services = await createServices({
+      runProjections: true,
+      logger: pino({ level: 'silent' }),
+      ...options,
+      config: { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, ...options.config },
+      database: { ...app.services.database, close: async () => {} },
+    });
+    const http = createApp(services);
+    return {
+      services,
+      async request(method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}): Promise<TestResponse> {
+        const init = body === undefined ? {} : { body: JSON.stringify(body) };
+        const response = await http.request(path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json', ...headers }, ...init });
+        const text = await response.text();
+        return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
+      },
+    };
+  }
+
+  let other: Awaited<ReturnType<typeof instanceBeside>>;
+  beforeAll(async () => {
+    other = await instanceBeside(t);
+  });
+  afterAll(() => other.services.close());
+
+  const earn = (key: string, id: string, amount: number) =>
+    t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'earn', amount, apply_multiplier: true } });
+
+  async function newCustomer(key: string) {
+    const response = await t.request('POST', '/api/v1/customers', { key, body: { email: `cached-${Math.random().toString(36).slice(2)}@example.com` } });
+    expect(response.status, response.text).toBe(201);
+    return response.body.id as string;
+  }
+
+  it('earns on the real balance when another instance wrote to the customer since this one cached it', async () => {
+    const { private_key: key } = await t.business();
+    const id = await newCustomer(key);
+    expect((await earn(key, id, 10)).body.balance).toBe(10);
+
+    const behind = await other.request('POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 5 });
+    expect(behind.status, behind.text).toBe(201);
+    expect(behind.body.balance).toBe(15);
+
+    const next = await earn(key, id, 7);
+    expect(next.status, next.text).toBe(201);
+    expect(next.body.balance).toBe(22);
+    const deduct = await t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'deduct', amount: 22 } });
+    expect(deduct.status, deduct.text).toBe(201);
+    expect(deduct.body.balance).toBe(0);
+    const summary = await t.request('GET', `/api/v1/customers/${id}/summary`, { key });
+    expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 22, lifetime_redeemed: 22 });
+  });
+
+  it('refuses on the real balance, not on a cached one that another instance has since moved', async () => {
+    const { private_key: key } = await t.business();
+    const id = await newCustomer(key);
+    expect((await earn(key, id, 10)).status).toBe(201);
+    expect((await other.request('POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 90 })).status).toBe(201);
+
+    // The cached balance (10) would refuse this; the real one (100) covers it.
+    const deduct = await t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'deduct', amount: 60 } });
+    expect(deduct.status, deduct.text).toBe(201);
+    expect(deduct.body.balance).toBe(40);
+  });
+
+  it('records a change that is no change to the cached state but is one to what another instance wrote since', async () => {
+    const { private_key: key } = await t.business();
+    const created = await t.request('POST', '/api/v1/customers', { key, body: { email: 'named@example.com', last_name: 'Avery' } });
+    const id = created.body.id as string;
+    expect((await other.request('PATCH', `/api/v1/customers/${id}`, key, { last_name: 'Blake' })).body.last_name).toBe('Blake');
+
+    const patched = await t.request('PATCH', `/api/v1/customers/${id}`, { key, body: { last_name: 'Avery' } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.last_name).toBe('Avery');
+  });
+
+  it('earns under a tier another instance created since this one cached the program', async () => {
+    const { private_key: key } = await t.business();
+    const id = await newCustomer(key);
+    expect((await earn(key, id, 10)).body).toMatchObject({ balance: 10, multiplier: 1 });
+
+    const tier = await other.request('POST', '/api/v1/tiers', key, { name: 'Gold', points_threshold: 15, multiplier: 2 });
+    expect(tier.status, tier.text).toBe(201);
+
+    // Lifetime 20 reaches Gold: the earn must see the tier to upgrade the customer.
+    expect((await earn(key, id, 10)).body).toMatchObject({ balance: 20, multiplier: 1 });
+    const summary = await t.request('GET', `/api/v1/customers/${id}/summary`, { key });
+    expect(summary.body.tier.current).toMatchObject({ id: tier.body.id, name: 'Gold', multiplier: 2 });
+    // And the next earn is doubled.
+    expect((await earn(key, id, 10)).body).toMatchObject({ amount: 20, base_amount: 10, multiplier: 2, balance: 40 });
+  });
+
+  it('earns with a multiplier another instance changed since this one cached the program', async () => {
+    const { private_key: key } = await t.business();
+    const tier = await t.request('POST', '/api/v1/tiers', { key, body: { name: 'Silver', points_threshold: 0, multiplier: 2 } });
+    expect(tier.status, tier.text).toBe(201);
+    const id = await newCustomer(key);
+    expect((await earn(key, id, 10)).body).toMatchObject({ amount: 10, multiplier: 1 }); // reaches Silver
+    expect((await earn(key, id, 10)).body).toMatchObject({ amount: 20, multiplier: 2 });
+
+    expect((await other.request('PATCH', `/api/v1/tiers/${tier.body.id}`, key, { multiplier: 3 })).status).toBe(200);
+    expect((await earn(key, id, 10)).body).toMatchObject({ amount: 30, multiplier: 3, balance: 60 });
+  });
+});
+
+describe('the answer to a write whose read models have not caught up in time', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('is the 201 with the recorded transaction, replayed as such, and the read models show it once they catch up', async () => {
+    const { private_key: key } = await t.business();
+    const created = await t.request('POST', '/api/v1/customers', { key, body: { email: 'late-models@example.com' } });
+    const id = created.body.id as string;
+    expect((await t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'earn', amount: 5 } })).status).toBe(201);
+
+    // No projection runs anywhere now; an instance that waits for them 1 ms answers before they catch up.
+    await t.services.projections.stop();
+    const waitsBriefly = await createServices({
+      config: { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, readYourWritesTimeoutMs: 1 },
+      database: { ...t.services.database, close: async () => {} },
+      runProjections: false,
+      projectionsElsewhere: true,
+      logger: pino({ level: 'silent' }),
+    });
+    let answered: unknown;
+    try {
+      const http = createApp(waitsBriefly);
+      const post = async () => {
+        const response = await http.request(`/api/v1/customers/${id}/points/transaction`, {
+          method: 'POST',
+          headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': 'late-1' },
+          body: JSON.stringify({ type: 'earn', amount: 7, description: 'late', reference: 'order-late', metadata: { b: 1, a: 'x' } }),
+        });
+        return { status: response.status, replayed: response.headers.get('idempotent-replayed'), body: await response.json() };
+      };
+      const first = await post();
+      expect(first.status, JSON.stringify(first.body)).toBe(201);
+      expect(first.body).toEqual({
+        id: expect.stringMatching(/^txn_/),
+        customer_id: id,
+        type: 'earn',
+        amount: 7,
+        balance: 12,
+        base_amount: 7,
+        multiplier: 1,
+        description: 'late',
+        reference: 'order-late',
+        metadata: { b: 1, a: 'x' },
+        created_at: expect.any(String),
+      });
+      const ledgerBefore = await t.request('GET', `/api/v1/customers/${id}/transactions`, { key });
+      expect(ledgerBefore.body.map((l: { id: string }) => l.id)).not.toContain(first.body.id);
+
+      const retry = await post();
+      expect(retry).toEqual({ ...first, replayed: 'true' });
+      answered = first.body;
+    } finally {
+      await waitsBriefly.close();
+    }
+
+    await t.services.projections.catchUp();
+    const ledger = await t.request('GET', `/api/v1/customers/${id}/transactions`, { key });
+    expect(ledger.body).toHaveLength(2);
+    expect(ledger.body[1]).toEqual(answered);
+  });
+});
