@@ -35,13 +35,62 @@ export function signalAppends(db: Kysely<Database>, store: EventStore, logger: L
   return store.onAppended(() => void send());
 }
 
-/** For `serve --role workers`: calls `onSignal` whenever an API process signals an append. */
+/** Pause before reconnecting the LISTEN connection, doubling per failed attempt up to the cap. */
+const RECONNECT_MS = { first: 100, max: 5_000 };
+
+/**
+ * For `serve --role workers`: calls `onSignal` whenever an API process signals an append. The
+ * LISTEN connection is reopened whenever it drops (a database restart), with a growing pause;
+ * meanwhile the runners poll, and after each reconnect `onSignal` is called once so they look for
+ * what they may have missed. The first connection must succeed (the caller fails to start otherwise).
+ */
 export async function listenForAppends(databaseUrl: string, onSignal: () => void, logger: Logger): Promise<() => Promise<void>> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  client.on('notification', onSignal);
-  // Without the signal the runners still poll, so a lost connection only slows them down.
-  client.on('error', (error) => logger.warn({ err: error }, 'append signal connection lost; projections fall back to polling'));
-  await client.connect();
-  await client.query(`listen ${CHANNEL}`);
-  return () => client.end().catch(() => {});
+  let stopped = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+
+  const open = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString: databaseUrl });
+    next.on('notification', onSignal);
+    const lost = (error?: Error) => {
+      if (client !== next || stopped) return;
+      client = null;
+      logger.warn({ err: error }, 'append signal connection lost; projections poll until it is back');
+      void next.end().catch(() => {});
+      reconnect(RECONNECT_MS.first);
+    };
+    next.on('error', lost);
+    next.on('end', () => lost());
+    try {
+      await next.connect();
+      await next.query(`listen ${CHANNEL}`);
+    } catch (error) {
+      void next.end().catch(() => {});
+      throw error;
+    }
+    if (stopped) {
+      await next.end().catch(() => {});
+      return;
+    }
+    client = next;
+  };
+
+  const reconnect = (delayMs: number): void => {
+    if (stopped) return;
+    retry = setTimeout(() => {
+      retry = null;
+      open().then(
+        () => onSignal(),
+        () => reconnect(Math.min(RECONNECT_MS.max, delayMs * 2)),
+      );
+    }, delayMs);
+  };
+
+  await open();
+  return async () => {
+    stopped = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => {});
+    client = null;
+  };
 }

@@ -61,5 +61,9 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     const value = response.headers.get(name);
     if (value !== null) headers[name] = value;
   }
-  await store.complete(businessId, key, { status: response.status, headers, body });
+  // The request's work is done (a write is committed): its answer goes out even if the record
+  // cannot be stored (the database went away); the key then stays held until its lease expires.
+  await store.complete(businessId, key, { status: response.status, headers, body }).catch((error) => {
+    c.var.services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
+  });
 });

@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { CONNECT_TIMEOUT_MS } from '../../src/db/database.js';
+import { api, killAllProcesses, printedKeys, type ServerProcess, startServer } from '../e2e/process-helpers.js';
+import { describeWithOwnCluster, type OwnPostgres, startOwnPostgres } from '../support/own-postgres.js';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.js';
+import { earn, type EarnAnswer } from './earn-request.js';
+import { expectReadModelsToMatchLog, laggingProjections, loggedMovements, withClient } from './log-checks.js';
+
+const CUSTOMERS = 3;
+const WRITERS = 6;
+/** Stop the database once this many earns are acknowledged: the writers are in full swing. */
+const STOP_AFTER_ACKS = 30;
+/** Answers each writer must get while the database is down, and acknowledgements after it is back. */
+const ANSWERS_PER_PHASE = 3;
+/**
+ * A request while the database is down must be answered within the pool's connection timeout
+ * plus a margin: a bound that says "no hang", not a speed target.
+ */
+const DOWN_ANSWER_BOUND_MS = CONNECT_TIMEOUT_MS + 2_000;
+/** A request in flight when the database went down may first wait for read-your-writes (its write committed). */
+const IN_FLIGHT_ANSWER_BOUND_MS = loadConfig({}).readYourWritesTimeoutMs + DOWN_ANSWER_BOUND_MS;
+/** How long a retry keeps trying: a key claimed when the database died stays held for its lease (60 s). */
+const RETRY_DEADLINE_MS = 90_000;
+
+/**
+ * A message the dispatcher had claimed when the database died stays claimed until its claim
+ * expires (60 s, src/webhooks/dispatcher.ts), then it is delivered: the wait allows for that.
+ */
+const WEBHOOK_DEADLINE_MS = 75_000;
+
+type Phase = 'up' | 'stopping' | 'down' | 'starting' | 'recovered';
+
+interface Attempt extends EarnAnswer {
+  writer: number;
+  idempotencyKey: string;
+  customerId: string;
+  /** The database's phase when the request was sent and when it was answered. */
+  sentIn: Phase;
+  answeredIn: Phase;
+}
+
+const describeAttempt = (a: Attempt) => `${a.idempotencyKey} ${a.sentIn}→${a.answeredIn}: ${a.status ?? a.error} ${a.code ?? ''} in ${Math.round(a.ms)} ms`;
+
+describeWithOwnCluster('database stopped mid-load', () => {
+  let cluster: OwnPostgres;
+  let server: ServerProcess;
+  let receiver: Receiver;
+  let key: string;
+  const customerIds: string[] = [];
+  const attempts: Attempt[] = [];
+  let phase: Phase = 'up';
+
+  beforeAll(async () => {
+    cluster = await startOwnPostgres();
+    receiver = await startReceiver();
+    server = await startServer({ env: { DATABASE_URL: cluster.url, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1', LOYALTY_RATE_LIMIT_RPS: '0' }, dispose: async () => {} });
+    key = printedKeys(server.stdout).privateKey!;
+    const hook = await api(server.baseUrl, 'POST', '/api/v1/webhooks', { key, body: { url: receiver.url, events: ['points.earned'] } });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
+    for (let c = 0; c < CUSTOMERS; c++) {
+      const created = await api(server.baseUrl, 'POST', '/api/v1/customers', { key, body: { email: `outage-${c}@example.com` } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      customerIds.push(created.body.id);
+    }
+  });
+
+  afterAll(async () => {
+    await killAllProcesses();
+    await receiver?.close();
+    await cluster?.destroy();
+  });
+
+  const answered = (writer: number, sentIn: Phase) => attempts.filter((a) => a.writer === writer && a.sentIn === sentIn && a.answeredIn === sentIn);
+
+  it('answers 503 `unavailable` without hanging while the database is down, stays alive, and recovers by itself', async () => {
+    let stopWriting = false;
+    const writer = async (w: number) => {
+      for (let n = 0; !stopWriting; n++) {
+        const customerId = customerIds[(w + n) % CUSTOMERS]!;
+        const idempotencyKey = `outage-w${w}-n${n}`;
+        const sentIn = phase;
+        const answer = await earn(server.baseUrl, key, customerId, idempotencyKey);
+        attempts.push({ ...answer, writer: w, idempotencyKey, customerId, sentIn, answeredIn: phase });
+        // Pace the writers while the database is down: the outage is about answers, not volume.
+        if (answer.status !== 201) await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const writers = Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+    try {
+      await vi.waitFor(() => expect(attempts.filter((a) => a.status === 201).length).toBeGreaterThanOrEqual(STOP_AFTER_ACKS), {
+        timeout: 30_000,
+        interval: 20,
+      });
+
+      phase = 'stopping';
+      await cluster.stop('immediate');
+      phase = 'down';
+      await vi.waitFor(
+        () => {
+          for (let w = 0; w < WRITERS; w++) expect(answered(w, 'down').length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
+        },
+        { timeout: 30_000, interval: 20 },
+      );
+      // The process is up and says so; it is not ready (its store is unreachable).
+      expect(server.child.exitCode, server.stderr).toBeNull();
+      expect((await api(server.baseUrl, 'GET', '/healthz')).status).toBe(200);
+      const readiness = await api(server.baseUrl, 'GET', '/readyz');
+      expect(readiness.status).toBe(503);
+      expect(readiness.body.status).toBe('unavailable');
+
+      phase = 'starting';
+      await cluster.start();
+      phase = 'recovered';
+      // Same process, no restart: every writer gets acknowledgements again.
+      await vi.waitFor(
+        () => {
+          for (let w = 0; w < WRITERS; w++) {
+            expect(answered(w, 'recovered').filter((a) => a.status === 201).length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
+          }
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+    } finally {
+      stopWriting = true;
+      await writers;
+    }
+
+    // Every answer was an acknowledgement or a 503 `unavailable`; never a 500, never a dropped connection.
+    const odd = attempts.filter((a) => a.status !== 201 && !(a.status === 503 && a.code === 'unavailable'));
+    expect(odd.map(describeAttempt)).toEqual([]);
+    // While the database was down: 503 `unavailable` with Retry-After, each within the bound.
+    const whileDown = attempts.filter((a) => a.sentIn === 'down' && a.answeredIn === 'down');
+    expect(whileDown.length).toBeGreaterThanOrEqual(WRITERS * ANSWERS_PER_PHASE);
+    for (const a of whileDown) {
+      expect(a.status, describeAttempt(a)).toBe(503);
+      expect(a.retryAfterSeconds, describeAttempt(a)).toBeGreaterThan(0);
+    }
+    expect(whileDown.filter((a) => a.ms > DOWN_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
+    // Requests in flight when it went down (or came back) are answered within a bound too.
+    const straddling = attempts.filter((a) => a.sentIn !== a.answeredIn);
+    expect(straddling.filter((a) => a.ms > IN_FLIGHT_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
+    expect(server.child.exitCode, server.stderr).toBeNull();
+  }, 120_000);
+
+  it('keeps every acknowledged write exactly once; the read models catch up from their checkpoints and match the log', async () => {
+    const acknowledged = attempts.filter((a) => a.status === 201);
+    await withClient(cluster.url, async (client) => {
+      await vi.waitFor(async () => expect(await laggingProjections(client)).toEqual([]), { timeout: 30_000, interval: 100 });
+      const movements = await loggedMovements(client);
+      for (const ack of acknowledged) {
+        const applied = movements.filter((m) => m.idempotencyKey === ack.idempotencyKey);
+        expect(applied.map((m) => m.transactionId), ack.idempotencyKey).toEqual([ack.transactionId]);
+      }
+      await expectReadModelsToMatchLog(client);
+    });
+  });
+
+  it('applies a write whose outcome the client did not learn once, when it is retried with its Idempotency-Key', async () => {
+    const acknowledged = new Map(attempts.filter((a) => a.status === 201).map((a) => [a.idempotencyKey, a.transactionId]));
+    const unknown = [...new Map(attempts.filter((a) => !acknowledged.has(a.idempotencyKey)).map((a) => [a.idempotencyKey, a])).values()];
+    expect(unknown.length).toBeGreaterThanOrEqual(WRITERS * ANSWERS_PER_PHASE);
+    const deadline = Date.now() + RETRY_DEADLINE_MS;
+    const retryUntilAcknowledged = async (first: Attempt) => {
+      for (;;) {
+        const answer = await earn(server.baseUrl, key, first.customerId, first.idempotencyKey);
+        if (answer.status === 201) return acknowledged.set(first.idempotencyKey, answer.transactionId);
+        // 409: the key is still held by the request that was running when the database died.
+        const retryable = (answer.status === 409 && answer.code === 'idempotency_key_in_progress') || answer.status === 503;
+        if (!retryable || Date.now() > deadline) {
+          throw new Error(`retry of ${first.idempotencyKey} answered ${answer.status} ${answer.code ?? answer.error}`);
+        }
+        await new Promise((r) => setTimeout(r, (answer.retryAfterSeconds ?? 1) * 1000));
+      }
+    };
+    await Promise.all(unknown.map(retryUntilAcknowledged));
+
+    await withClient(cluster.url, async (client) => {
+      await vi.waitFor(async () => expect(await laggingProjections(client)).toEqual([]), { timeout: 30_000, interval: 100 });
+      const movements = await loggedMovements(client);
+      // Each Idempotency-Key was applied exactly once: the transaction its (last) 201 names.
+      const appliedTwice = [...acknowledged].flatMap(([idempotencyKey, transactionId]) => {
+        const applied = movements.filter((m) => m.idempotencyKey === idempotencyKey).map((m) => m.transactionId);
+        if (applied.length === 1 && applied[0] === transactionId) return [];
+        const first = attempts.filter((a) => a.idempotencyKey === idempotencyKey).map(describeAttempt);
+        return [`${idempotencyKey}: applied as ${applied.join(', ')}; the retry's 201 named ${transactionId}; first tries: ${first.join('; ')}`];
+      });
+      expect(appliedTwice).toEqual([]);
+      expect(movements).toHaveLength(acknowledged.size);
+      await expectReadModelsToMatchLog(client);
+    });
+  }, RETRY_DEADLINE_MS + 30_000);
+
+  it('delivers every stored event of the subscribed type once the database is back (webhooks resume from their checkpoint)', async () => {
+    const transactionIds = await withClient(cluster.url, async (client) => {
+      const ids = (await loggedMovements(client)).map((m) => m.transactionId);
+      await vi.waitFor(
+        async () => {
+          const delivered = new Set(receiver.received.map((r) => r.payload?.data?.transaction_id as string));
+          const missing = ids.filter((id) => !delivered.has(id));
+          const { rows } = await client.query(
+            `select status, attempts, locked_until, next_attempt_at from webhook_messages where payload::jsonb->'data'->>'transaction_id' = any($1)`,
+            [missing],
+          );
+          expect(missing, JSON.stringify(rows)).toEqual([]);
+        },
+        { timeout: WEBHOOK_DEADLINE_MS, interval: 200 },
+      );
+      return ids;
+    });
+    // One message per event: a redelivery repeats its webhook-id, so distinct ids count messages.
+    const messageIds = new Set(receiver.received.map((r) => r.headers['webhook-id']));
+    expect(messageIds.size).toBe(transactionIds.length);
+    const receivedTypes = new Set(receiver.types());
+    expect([...receivedTypes]).toEqual(['points.earned']);
+  }, WEBHOOK_DEADLINE_MS + 15_000);
+});
