@@ -16,7 +16,13 @@ export interface CustomerTier {
 }
 
 /** Read-model rows as the API shows them (the response schemas in `schemas/` document these). */
-export function presentCustomer(row: CustomerRow) {
+/** The columns a customer answer is built from (a read-model row, or one built from a write the read model has not caught up with). */
+export type CustomerAnswerRow = Pick<
+  CustomerRow,
+  'id' | 'email' | 'phone' | 'first_name' | 'last_name' | 'external_reference' | 'metadata' | 'points_balance' | 'lifetime_earned' | 'lifetime_redeemed' | 'tier' | 'created_at' | 'updated_at'
+>;
+
+export function presentCustomer(row: CustomerAnswerRow) {
   return {
     id: row.id,
     email: row.email,

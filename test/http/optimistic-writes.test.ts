@@ -132,21 +132,79 @@ describe('the answer to a write whose read models have not caught up in time', (
   });
   afterAll(() => t.close());
 
-  it('is the 201 with the recorded transaction, replayed as such, and the read models show it once they catch up', async () => {
-    const { private_key: key } = await t.business();
-    const created = await t.request('POST', '/api/v1/customers', { key, body: { email: 'late-models@example.com' } });
-    const id = created.body.id as string;
-    expect((await t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'earn', amount: 5 } })).status).toBe(201);
-
-    // No projection runs anywhere now; an instance that waits for them 1 ms answers before they catch up.
+  /** No projection runs anywhere once this is called; the instance returned waits for them 1 ms, so it answers before they catch up. */
+  async function instanceAheadOfItsReadModels() {
     await t.services.projections.stop();
-    const waitsBriefly = await createServices({
+    return createServices({
       config: { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, readYourWritesTimeoutMs: 1 },
       database: { ...t.services.database, close: async () => {} },
       runProjections: false,
       projectionsElsewhere: true,
       logger: pino({ level: 'silent' }),
     });
+  }
+
+  it('creates and updates customers: the answer is the customer as written, never a 404 or the old profile', async () => {
+    const { private_key: key } = await t.business();
+    const projected = await t.request('POST', '/api/v1/customers', { key, body: { email: 'projected@example.com', metadata: { keep: true } } });
+    expect((await t.request('POST', `/api/v1/customers/${projected.body.id}/points/transaction`, { key, body: { type: 'earn', amount: 3 } })).status).toBe(201);
+    const waitsBriefly = await instanceAheadOfItsReadModels();
+    const answers: Array<{ status: number; body: Record<string, unknown> }> = [];
+    try {
+      const http = createApp(waitsBriefly);
+      const send = async (method: string, path: string, body: unknown) => {
+        const response = await http.request(path, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const answer = { status: response.status, body: (await response.json()) as Record<string, unknown> };
+        answers.push(answer);
+        return answer;
+      };
+      const created = await send('POST', '/api/v1/customers', { email: 'Lagging@Example.com', first_name: 'Ada', metadata: { a: 1 } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.body).toEqual({
+        id: expect.stringMatching(/^cust_/),
+        email: 'Lagging@Example.com',
+        phone: null,
+        first_name: 'Ada',
+        last_name: null,
+        external_reference: null,
+        metadata: { a: 1 },
+        points_balance: 0,
+        lifetime_earned: 0,
+        lifetime_redeemed: 0,
+        tier: null,
+        created_at: expect.any(String),
+        updated_at: created.body.created_at,
+      });
+      expect((await t.request('GET', `/api/v1/customers/${created.body.id}`, { key })).status).toBe(404); // not projected yet
+
+      const updated = await send('PATCH', `/api/v1/customers/${created.body.id}`, { last_name: 'Lovelace', metadata: { b: 2 } });
+      expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+      expect(updated.body).toEqual({ ...created.body, last_name: 'Lovelace', metadata: { b: 2 }, updated_at: expect.any(String) });
+      expect(Date.parse(updated.body.updated_at as string)).toBeGreaterThanOrEqual(Date.parse(created.body.created_at as string));
+
+      // A customer whose row is there but does not show this change yet.
+      const before = await t.request('GET', `/api/v1/customers/${projected.body.id}`, { key });
+      const patched = await send('PATCH', `/api/v1/customers/${projected.body.id}`, { phone: '+15550100' });
+      expect(patched.status).toBe(200);
+      expect(patched.body).toEqual({ ...before.body, phone: '+15550100', points_balance: 3, updated_at: expect.any(String) });
+      expect(patched.body.updated_at).not.toBe(before.body.updated_at);
+    } finally {
+      await waitsBriefly.close();
+    }
+    await t.services.projections.catchUp();
+    t.services.projections.start();
+    const [created, updated, patched] = answers;
+    expect((await t.request('GET', `/api/v1/customers/${created!.body.id}`, { key })).body).toEqual(updated!.body);
+    expect((await t.request('GET', `/api/v1/customers/${projected.body.id}`, { key })).body).toEqual(patched!.body);
+  });
+
+  it('is the 201 with the recorded transaction, replayed as such, and the read models show it once they catch up', async () => {
+    const { private_key: key } = await t.business();
+    const created = await t.request('POST', '/api/v1/customers', { key, body: { email: 'late-models@example.com' } });
+    const id = created.body.id as string;
+    expect((await t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'earn', amount: 5 } })).status).toBe(201);
+
+    const waitsBriefly = await instanceAheadOfItsReadModels();
     let answered: unknown;
     try {
       const http = createApp(waitsBriefly);

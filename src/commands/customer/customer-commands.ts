@@ -11,7 +11,7 @@ import { claimWrite, releaseWrite } from '../reservation/reserve.js';
 import { loadProgram } from '../program/program-commands.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
-import { type CustomerCommand, customerDecider } from './customer-decider.js';
+import { type CustomerCommand, customerDecider, type CustomerState } from './customer-decider.js';
 import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 type UniqueField = 'email' | 'external_reference';
@@ -68,8 +68,9 @@ export function customerCommands(deps: CommandDeps) {
       return customerId;
     },
 
-    async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<void> {
-      await changeCustomer(deps, ctx, customerId, async (customer) => {
+    /** Returns the whole profile after the change, or null when nothing changed (a PATCH to the values already there writes nothing). */
+    async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<CustomerProfile | null> {
+      const written = await changeCustomer(deps, ctx, customerId, async (customer) => {
         const { state } = customer;
         const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
         if (events.length === 0) return [];
@@ -86,6 +87,8 @@ export function customerCommands(deps: CommandDeps) {
         }
         return writes;
       });
+      const after = written?.writes.find((w) => w.stream === streams.customer(customerId))?.after as CustomerState | undefined;
+      return after?.profile ?? null;
     },
 
     /** Earn, deduct or adjust; returns the points event. Throws `DuplicateReference` for a used reference. */

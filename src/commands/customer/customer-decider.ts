@@ -75,7 +75,7 @@ export interface CustomerState {
   redemptions: Record<string, Redemption>;
 }
 
-const EMPTY_PROFILE: CustomerProfile = {
+export const EMPTY_PROFILE: CustomerProfile = {
   email: null,
   phone: null,
   first_name: null,

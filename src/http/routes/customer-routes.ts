@@ -6,7 +6,9 @@ import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../list-response.js';
-import { presentCustomer, presentStreamEvent, presentTransaction } from '../presenters.js';
+import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters.js';
+import { EMPTY_PROFILE } from '../../commands/customer/customer-decider.js';
+import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import {
   CustomerCreateSchema,
@@ -24,6 +26,29 @@ async function customerOr404(c: Context<AppEnv>, customerId: string) {
   const row = await c.var.services.queries.customers.get(c.var.principal.businessId, customerId);
   if (!row) throw errors.customerNotFound(customerId);
   return row;
+}
+
+/**
+ * The customer as a write of its profile just left it. The read model has it once read-your-writes
+ * settled; when that wait timed out (the write is stored all the same), the answer is the row as it
+ * stands with the profile written, or, when not even the registration is projected yet, built as
+ * the projector will build it: a stored write is never answered 404 or with the old profile.
+ */
+async function customerAfterWrite(c: Context<AppEnv>, customerId: string, written: { profile: CustomerProfile; at: Date } | null): Promise<CustomerAnswerRow> {
+  const row = await c.var.services.queries.customers.get(c.var.principal.businessId, customerId);
+  if (!written || (row && row.updated_at >= written.at)) return row ?? (await customerOr404(c, customerId));
+  const registeredAt = row ? row.created_at : ((await c.var.services.store.readStream(streams.customer(customerId), { max: 1 }))[0]?.recordedAt ?? written.at);
+  const base: CustomerAnswerRow = row ?? {
+    id: customerId,
+    ...EMPTY_PROFILE,
+    points_balance: 0,
+    lifetime_earned: 0,
+    lifetime_redeemed: 0,
+    tier: null,
+    created_at: registeredAt,
+    updated_at: registeredAt,
+  };
+  return { ...base, ...written.profile, updated_at: written.at };
 }
 
 export const customerRoutes = createRouter()
@@ -60,15 +85,17 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const id = await c.var.services.commands.customers.register(commandContext(c), {
+      const ctx = commandContext(c);
+      const profile: CustomerProfile = {
         email: body.email ?? null,
         phone: body.phone ?? null,
         first_name: body.first_name ?? null,
         last_name: body.last_name ?? null,
         external_reference: body.external_reference ?? null,
         metadata: body.metadata ?? {},
-      });
-      return c.json(presentCustomer(await customerOr404(c, id)), 201);
+      };
+      const id = await c.var.services.commands.customers.register(ctx, profile);
+      return c.json(presentCustomer(await customerAfterWrite(c, id, { profile, at: ctx.now })), 201);
     },
   )
   .openapi(
@@ -97,8 +124,10 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { customer_id } = c.req.valid('param');
-      await c.var.services.commands.customers.update(commandContext(c), customer_id, c.req.valid('json'));
-      return c.json(presentCustomer(await customerOr404(c, customer_id)), 200);
+      const ctx = commandContext(c);
+      const changes = c.req.valid('json');
+      const profile = await c.var.services.commands.customers.update(ctx, customer_id, changes);
+      return c.json(presentCustomer(await customerAfterWrite(c, customer_id, profile ? { profile, at: ctx.now } : null)), 200);
     },
   )
   .openapi(
