@@ -3,13 +3,13 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EventType } from '../../src/events/catalogue.js';
-import type { EventMetadata } from '../../src/events/metadata.js';
 import { Projections } from '../../src/projections/projections.js';
 import type { Projector } from '../../src/projections/projector.js';
 import { ProjectionRunner, type RunnerOptions } from '../../src/projections/runner.js';
 import { type AppendResult, type Checkpoint, compareCheckpoints, type NewEvent } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase, STORE_KIND } from '../support/test-database.js';
+import { meta } from '../store/store-test-helpers.js';
 
 type TestDatabase = Awaited<ReturnType<typeof openTestDatabase>>;
 
@@ -391,22 +391,9 @@ function started<T extends { stop(): Promise<void> }>(runner: T): T {
 }
 
 function ev(n: number, type: EventType = 'PointsEarned'): NewEvent {
-  return { id: randomUUID(), type, data: { n }, metadata: meta() };
+  return { id: randomUUID(), type, data: { n }, metadata: meta('biz_runner') };
 }
 
-function meta(): EventMetadata {
-  return {
-    event_id: randomUUID(),
-    event_version: 1,
-    business_id: 'biz_runner',
-    recorded_at: new Date().toISOString(),
-    actor: 'system',
-    request_id: null,
-    correlation_id: null,
-    causation_id: null,
-    idempotency_key: null,
-  };
-}
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from }, (_, i) => from + i);
