@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import { PGliteDialect } from '../../src/db/pglite-dialect.js';
 import type { TestProject } from 'vitest/node';
 import { migrateToLatest } from '../../src/db/migrations.js';
 
