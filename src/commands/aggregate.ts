@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
 import type { CommandContext } from '../events/metadata.js';
-import type { AppendWrite, EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
+import type { AppendResult, AppendWrite, EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
 import type { Decider } from './decider.js';
 import type { StateCache } from './state-cache.js';
 
@@ -11,6 +11,8 @@ export interface Loaded<State> {
   revision: ExpectedRevision;
   /** Taken from memory without reading the store: only the append's expected-revision check proves it current. */
   optimistic: boolean;
+  /** The queued append whose outcome `state` assumes: an append decided on it must name it as `after`. */
+  pending?: Promise<AppendResult>;
 }
 
 type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>;
@@ -28,7 +30,8 @@ export const loaderOf =
  * Reads a stream and folds it through a decider. With a cache, starts from the cached state (in
  * memory or a snapshot) and reads only the events after it (deciders never mutate state, so
  * sharing it is safe): the cost of a command does not grow with the stream's history. With
- * `trust`, a state in memory is returned as is, without reading the store at all.
+ * `trust`, a state in memory is returned as is, without reading the store at all, even one that
+ * assumes an append still queued; without, the load waits for such an append to settle.
  */
 export async function loadAggregate<State, Event extends DomainEvent>(
   store: EventStore,

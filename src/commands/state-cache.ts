@@ -1,3 +1,4 @@
+import type { AppendResult } from '../store/event-store.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
 /** Events folded since the last snapshot after which a new one is taken. */
@@ -9,6 +10,8 @@ export type CachedRevision = number | 'no_stream';
 export interface CachedState<State> {
   state: State;
   revision: CachedRevision;
+  /** The append this state assumes, while it is queued: a decision on the state names it as `after`. */
+  pending?: Promise<AppendResult>;
 }
 
 const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
@@ -19,7 +22,9 @@ const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : rev
  * snapshot in PostgreSQL per `SNAPSHOT_EVERY` events for cold loads. A cache only: an entry may be
  * stale (another process wrote after it); commands that decide on a memory entry without reading
  * the store rely on the append's expected-revision check to catch that, and `forget` the entry
- * when it does. Least recently used entries leave memory past `capacity`.
+ * when it does. An entry may also be the state after an append still queued (`setQueued`): it is
+ * forgotten if that append fails, and snapshots are only ever taken of committed states. Least
+ * recently used entries leave memory past `capacity`.
  */
 export class StateCache {
   private readonly entries = new Map<string, CachedState<unknown>>();
@@ -39,9 +44,16 @@ export class StateCache {
     return entry as CachedState<State>;
   }
 
-  /** The state in memory, else the stream's snapshot (if it has one); none when memory holds it as absent. */
+  /**
+   * The committed state in memory (waiting for a queued append it holds the state after to settle),
+   * else the stream's snapshot (if it has one); none when memory holds it as absent.
+   */
   async get<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
-    const entry = this.peek<State>(stream);
+    let entry = this.peek<State>(stream);
+    while (entry?.pending) {
+      await entry.pending.catch(() => undefined);
+      entry = this.peek<State>(stream);
+    }
     if (entry && entry.revision !== 'no_stream') return entry as { state: State; revision: number };
     if (entry) return undefined;
     const snapshot = await this.snapshots?.get(stream).catch(() => undefined);
@@ -55,15 +67,42 @@ export class StateCache {
    * that started before a concurrent append may finish after it.
    */
   set(stream: string, state: unknown, revision: CachedRevision): void {
+    if (this.remember(stream, { state, revision })) this.snapshotIfDue(stream, state, revision);
+  }
+
+  /**
+   * Remembers `state` at `revision` as the state after `appended`, queued but not committed: the
+   * next command decides on it at once instead of waiting for the commit. Once `appended`
+   * commits the entry is an ordinary one; if it fails, the entry is forgotten (unless replaced since).
+   */
+  setQueued(stream: string, state: unknown, revision: number, appended: Promise<AppendResult>): void {
+    const entry: CachedState<unknown> = { state, revision, pending: appended };
+    if (!this.remember(stream, entry)) return;
+    appended.then(
+      () => {
+        if (this.entries.get(stream) === entry) this.entries.set(stream, { state, revision });
+        this.snapshotIfDue(stream, state, revision);
+      },
+      () => {
+        if (this.entries.get(stream) === entry) this.entries.delete(stream);
+      },
+    );
+  }
+
+  private remember(stream: string, entry: CachedState<unknown>): boolean {
     const current = this.entries.get(stream);
-    if (current && order(current.revision) > order(revision)) return;
+    if (current && order(current.revision) > order(entry.revision)) return false;
     this.entries.delete(stream);
-    this.entries.set(stream, { state, revision });
+    this.entries.set(stream, entry);
     if (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next().value!;
       this.entries.delete(oldest);
       this.persisted.delete(oldest);
     }
+    return true;
+  }
+
+  private snapshotIfDue(stream: string, state: unknown, revision: CachedRevision): void {
     if (this.snapshots && revision !== 'no_stream' && revision - (this.persisted.get(stream) ?? -1) >= SNAPSHOT_EVERY) {
       this.persisted.set(stream, revision);
       // Off the request's path; a failed snapshot only means a slower cold load.

@@ -1,4 +1,4 @@
-import { type Checkpoint, WrongExpectedVersion } from '../store/event-store.js';
+import { type AppendResult, type Checkpoint, WrongExpectedVersion } from '../store/event-store.js';
 import { type DecidedWrite, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
 import { retryOnConflict } from './retry-on-conflict.js';
@@ -9,29 +9,50 @@ export interface Written {
   position: Checkpoint;
 }
 
+/** Writes decided and queued for appending (not yet committed). */
+interface Queued {
+  writes: DecidedWrite[];
+  appended: Promise<AppendResult>;
+}
+
 /**
  * The shape of every change: under in-process locks on `lockKeys` (taken in the order given),
- * decide the writes and append them atomically. `decide` loads what it needs through `load`, which
- * trusts a state held in memory without reading the store: every write carries the revision it
- * was decided on as `expected` (streams only read are passed as `unchangedSince` conditions), so a
- * stale state fails the append and the change runs again, that stream read afresh. After an
- * append, each write's `after` state is cached at its new revision, so the next change on the
- * stream reads nothing. Read-your-writes waits after the locks are released, so the next command
- * on the same stream need not wait for the read models.
+ * decide the writes and queue their append (atomic). `decide` loads what it needs through `load`,
+ * which trusts a state held in memory without reading the store: every write carries the revision
+ * it was decided on as `expected` (streams only read are passed as `unchangedSince` conditions),
+ * so a stale state fails the append and the change runs again, that stream read afresh.
+ *
+ * The locks are released once the append is queued, not committed: each written stream's `after`
+ * state is cached as the state after that queued append, so the next change on the stream decides
+ * on it at once and expects the next revision, and several changes to one stream share a commit.
+ * Such a change names the queued appends it decided on as `after`, and fails with them: its own
+ * expected revision would not notice that a writer elsewhere took the revision a failed one would
+ * have produced. The change then awaits its own append, and read-your-writes, without the locks.
  */
 export async function write(deps: CommandDeps, lockKeys: string[], decide: (load: Load) => Promise<DecidedWrite[]>): Promise<Written | null> {
-  const attempt = () => retryOnConflict(() => decideAndAppend(deps, decide, true));
-  const locked = lockKeys.reduceRight<() => ReturnType<typeof attempt>>((inner, key) => () => deps.locks.run(key, inner), attempt);
-  const written = await locked();
+  const written = await retryOnConflict(async () => {
+    const queue = () => decideAndQueue(deps, decide, true);
+    const locked = lockKeys.reduceRight<typeof queue>((inner, key) => () => deps.locks.run(key, inner), queue);
+    const queued = await locked();
+    if (!queued) return null;
+    try {
+      return { writes: queued.writes, position: (await queued.appended).position };
+    } catch (error) {
+      if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
+      throw error;
+    }
+  });
   if (written) await deps.settle(written.position);
   return written;
 }
 
-async function decideAndAppend(deps: CommandDeps, decide: (load: Load) => Promise<DecidedWrite[]>, trust: boolean): Promise<Written | null> {
+async function decideAndQueue(deps: CommandDeps, decide: (load: Load) => Promise<DecidedWrite[]>, trust: boolean): Promise<Queued | null> {
   let optimistic = false;
+  const after = new Set<Promise<AppendResult>>();
   const load: Load = async (stream, decider) => {
     const loaded = await loadAggregate(deps.store, stream, decider, deps.cache, trust);
     optimistic ||= loaded.optimistic;
+    if (loaded.pending) after.add(loaded.pending);
     return loaded;
   };
   let writes: DecidedWrite[];
@@ -39,20 +60,23 @@ async function decideAndAppend(deps: CommandDeps, decide: (load: Load) => Promis
     writes = await decide(load);
   } catch (error) {
     // No append checks a refusal: one decided on memory alone is confirmed on the store's state.
-    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndAppend(deps, decide, false);
+    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndQueue(deps, decide, false);
     throw error;
   }
   // Nor deciding nothing.
-  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndAppend(deps, decide, false) : null;
-  try {
-    const result = await deps.store.append(writes);
-    for (const w of writes) {
-      const revision = result.revisions[w.stream];
-      if (w.after !== undefined && w.events.length > 0 && revision !== undefined) deps.cache.set(w.stream, w.after, revision);
-    }
-    return { writes, position: result.position };
-  } catch (error) {
-    if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
-    throw error;
+  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(deps, decide, false) : null;
+  const appended = deps.store.append(writes, { after: [...after] });
+  for (const w of writes) {
+    if (w.after === undefined || w.events.length === 0) continue;
+    const revision = revisionAfter(w);
+    if (revision === undefined) deps.cache.forget(w.stream);
+    else deps.cache.setQueued(w.stream, w.after, revision, appended);
   }
+  return { writes, appended };
+}
+
+/** The revision a write's stream is at once it is appended (unknown for `any`). */
+function revisionAfter(w: DecidedWrite): number | undefined {
+  if (w.expected === 'any') return undefined;
+  return (w.expected === 'no_stream' ? -1 : w.expected) + w.events.length;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type AppendWrite, type ExpectedRevision, WrongExpectedVersion } from './event-store.js';
+import { type AppendWrite, DependencyFailed, type ExpectedRevision, WrongExpectedVersion } from './event-store.js';
 import { eventHash, GENESIS_HASH, type HashedFields } from './hash-chain.js';
 
 /** A stream as the batch read found it (locked), or as an earlier append of the batch left it. */
@@ -25,6 +25,12 @@ export type AppendOutcome =
   | { ok: true; revisions: Record<string, number>; rows: EventRow[]; noStreamConditions: string[] }
   | { ok: false; error: WrongExpectedVersion };
 
+/** An append of a batch; `after`: the earlier appends of the batch (their indexes) it was decided on. */
+export interface PlannedAppend {
+  writes: AppendWrite[];
+  after: number[];
+}
+
 export interface BatchPlan {
   outcomes: AppendOutcome[];
   streams: StreamUpdate[];
@@ -46,32 +52,16 @@ function matches(expected: ExpectedRevision, actual: number | 'no_stream'): bool
  * Decides every append of a batch in queue order, against the streams as read at the start of the
  * batch and as each earlier successful append of the batch left them: two appends of one stream
  * both succeed when the second expects the revision the first produces. An append whose check
- * fails contributes nothing; all of one append's writes succeed or none does. Pure: no I/O.
+ * fails, or that was decided on one that fails, contributes nothing; all of one append's writes
+ * succeed or none does. Pure: no I/O.
  */
-export function planBatch(appends: AppendWrite[][], found: Map<string, StreamHead>): BatchPlan {
+export function planBatch(appends: PlannedAppend[], found: Map<string, StreamHead>): BatchPlan {
   const heads = new Map(found);
-  const outcomes = appends.map((writes) => {
-    const staged = new Map<string, StreamHead>();
-    const head = (stream: string) => staged.get(stream) ?? heads.get(stream) ?? ABSENT;
-    const revisions: Record<string, number> = {};
-    const rows: EventRow[] = [];
-    const noStreamConditions: string[] = [];
-    for (const write of writes) {
-      const current = head(write.stream);
-      if (!matches(write.expected, current.version)) {
-        return { ok: false as const, error: new WrongExpectedVersion(write.stream, write.expected, current.version) };
-      }
-      if (write.events.length === 0) {
-        if (write.expected === 'no_stream') noStreamConditions.push(write.stream);
-        continue;
-      }
-      const next = chain(write, current, rows);
-      staged.set(write.stream, next);
-      revisions[write.stream] = next.version as number;
-    }
-    for (const [stream, next] of staged) heads.set(stream, next);
-    return { ok: true as const, revisions, rows, noStreamConditions };
-  });
+  const outcomes: AppendOutcome[] = [];
+  for (const { writes, after } of appends) {
+    const failed = after.map((i) => outcomes[i]!).find((o) => !o.ok);
+    outcomes.push(failed && !failed.ok ? { ok: false, error: new DependencyFailed(writes[0]!, failed.error) } : decideAppend(writes, heads));
+  }
   const streams: StreamUpdate[] = [];
   for (const [stream, head] of heads) {
     if (head === found.get(stream) || head.version === 'no_stream') continue;
@@ -81,6 +71,30 @@ export function planBatch(appends: AppendWrite[][], found: Map<string, StreamHea
   // instead of each holding one the other inserts.
   streams.sort((a, b) => (a.stream_id < b.stream_id ? -1 : a.stream_id > b.stream_id ? 1 : 0));
   return { outcomes, streams, rows: outcomes.flatMap((o) => (o.ok ? o.rows : [])) };
+}
+
+/** Checks one append against `heads` and, when it succeeds, moves them past its events. */
+function decideAppend(writes: AppendWrite[], heads: Map<string, StreamHead>): AppendOutcome {
+  const staged = new Map<string, StreamHead>();
+  const head = (stream: string) => staged.get(stream) ?? heads.get(stream) ?? ABSENT;
+  const revisions: Record<string, number> = {};
+  const rows: EventRow[] = [];
+  const noStreamConditions: string[] = [];
+  for (const write of writes) {
+    const current = head(write.stream);
+    if (!matches(write.expected, current.version)) {
+      return { ok: false, error: new WrongExpectedVersion(write.stream, write.expected, current.version) };
+    }
+    if (write.events.length === 0) {
+      if (write.expected === 'no_stream') noStreamConditions.push(write.stream);
+      continue;
+    }
+    const next = chain(write, current, rows);
+    staged.set(write.stream, next);
+    revisions[write.stream] = next.version as number;
+  }
+  for (const [stream, next] of staged) heads.set(stream, next);
+  return { ok: true, revisions, rows, noStreamConditions };
 }
 
 /** Builds the write's event rows, each chained by hash to the one before; returns the stream's new head. */

@@ -19,8 +19,13 @@ export interface EventStore {
    * How strongly a condition holds depends on the adapter: the PostgreSQL one checks it at commit
    * (no commit of that stream orders between the check and this append's events in `readAll`);
    * the KurrentDB one reads the stream just before appending, which is not atomic with the append.
+   *
+   * `after` names appends (promises `append` returned on this store) whose state this one was
+   * decided on before they committed: it fails with `DependencyFailed` (a `WrongExpectedVersion`),
+   * writing nothing, if any of them fails. Its own expected revisions cannot prove that: a writer
+   * elsewhere may have taken the revision a failed dependency would have produced.
    */
-  append(writes: AppendWrite[]): Promise<AppendResult>;
+  append(writes: AppendWrite[], options?: AppendOptions): Promise<AppendResult>;
   /** Events of one stream in order (or newest first with `backwards`). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
   /**
@@ -31,6 +36,10 @@ export interface EventStore {
   readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
   /** Called after every successful append in this process, to wake readers without polling. */
   onAppended(listener: () => void): () => void;
+}
+
+export interface AppendOptions {
+  after?: Array<Promise<AppendResult>>;
 }
 
 /** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
@@ -89,10 +98,29 @@ export class WrongExpectedVersion extends Error {
   constructor(
     readonly stream: string,
     readonly expected: ExpectedRevision,
-    readonly actual: number | 'no_stream',
+    readonly actual: number | 'no_stream' | 'unknown',
   ) {
     super(`Stream '${stream}' expected at ${String(expected)} but is at ${String(actual)}`);
     this.name = 'WrongExpectedVersion';
+  }
+}
+
+/** An append failed because one it was decided on (`after`) failed: a conflict like any other, retried on a fresh read. */
+export class DependencyFailed extends WrongExpectedVersion {
+  constructor(
+    write: AppendWrite,
+    readonly dependencyError: unknown,
+  ) {
+    super(write.stream, write.expected, 'unknown');
+    this.message = `An append the one to '${write.stream}' was decided on failed: ${String(dependencyError)}`;
+    this.name = 'DependencyFailed';
+  }
+}
+
+/** Waits for `after` to settle; throws `DependencyFailed` if any of them failed. */
+export async function awaitDependencies(writes: AppendWrite[], after: Array<Promise<AppendResult>> = []): Promise<void> {
+  for (const outcome of await Promise.allSettled(after)) {
+    if (outcome.status === 'rejected') throw new DependencyFailed(writes[0] ?? { stream: '', expected: 'any', events: [] }, outcome.reason);
   }
 }
 

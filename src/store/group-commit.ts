@@ -1,18 +1,41 @@
-import { isCondition } from './append-plan.js';
-import type { AppendResult, AppendWrite } from './event-store.js';
+import { isCondition, type PlannedAppend } from './append-plan.js';
+import { type AppendResult, type AppendWrite, awaitDependencies, DependencyFailed } from './event-store.js';
 
 export interface PendingAppend {
   writes: AppendWrite[];
+  /** The appends this one was decided on (see `EventStore.append`). */
+  after: PendingAppend[];
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
   settled?: boolean;
+  failure?: { error: unknown };
 }
 
 export function settle(pending: PendingAppend, error: unknown, result?: AppendResult): void {
   if (pending.settled) return;
   pending.settled = true;
+  pending.after = []; // let a long chain of appends decided on each other be collected
   if (result) pending.resolve(result);
-  else pending.reject(error);
+  else {
+    pending.failure = { error };
+    pending.reject(error);
+  }
+}
+
+/**
+ * The appends of `batch` to plan: those decided on an append that has already failed are failed
+ * here; the others name the earlier appends of the batch they were decided on (every unsettled
+ * dependency is one: see `GroupCommit`).
+ */
+export function plannedAppends(batch: PendingAppend[]): { live: PendingAppend[]; planned: PlannedAppend[] } {
+  const live: PendingAppend[] = [];
+  for (const pending of batch) {
+    const failed = pending.after.find((d) => d.failure);
+    if (failed) settle(pending, new DependencyFailed(pending.writes[0]!, failed.failure!.error));
+    if (!pending.settled) live.push(pending);
+  }
+  const planned = live.map((pending) => ({ writes: pending.writes, after: pending.after.map((d) => live.indexOf(d)).filter((i) => i >= 0) }));
+  return { live, planned };
 }
 
 /**
@@ -53,12 +76,15 @@ interface Touched {
  * would conflict in the same way with one it left behind. So the streams two batches in flight
  * write are disjoint (they wait for each other only on the append lock), conditions on one stream
  * (say, a business's program) are shared by both, and a batch that fails and is retried append by
- * append still decides before any later append of its streams.
+ * append still decides before any later append of its streams. An append also waits for the
+ * appends it was decided on (`after`) unless they are settled or in the same batch: so when it is
+ * decided, their outcome is known.
  */
 export class GroupCommit {
   private readonly queue: PendingAppend[] = [];
   private readonly writing = new Set<string>();
   private readonly reading = new Map<string, number>();
+  private readonly tickets = new WeakMap<Promise<AppendResult>, PendingAppend>();
   private inFlight = 0;
   private claiming = false;
 
@@ -67,11 +93,18 @@ export class GroupCommit {
     private readonly options: GroupCommitOptions,
   ) {}
 
-  add(writes: AppendWrite[]): Promise<AppendResult> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ writes, resolve, reject });
-      this.pump();
+  /** Queues `writes`; `after` are promises this group commit returned (others are awaited before queueing). */
+  add(writes: AppendWrite[], after: Array<Promise<AppendResult>> = []): Promise<AppendResult> {
+    const dependencies = after.map((ticket) => this.tickets.get(ticket));
+    if (!dependencies.every((d) => d !== undefined)) return awaitDependencies(writes, after).then(() => this.add(writes));
+    let pending: PendingAppend | undefined;
+    const ticket = new Promise<AppendResult>((resolve, reject) => {
+      pending = { writes, after: dependencies.filter((d) => d.failure || !d.settled), resolve, reject };
     });
+    this.tickets.set(ticket, pending!);
+    this.queue.push(pending!);
+    this.pump();
+    return ticket;
   }
 
   private pump(): void {
@@ -121,6 +154,7 @@ export class GroupCommit {
     const batch: PendingAppend[] = [];
     const left: PendingAppend[] = [];
     const leftBehind: Touched = { written: new Set(), read: new Set() };
+    const taken = new Set<PendingAppend>();
     for (const [i, pending] of this.queue.entries()) {
       if (batch.length >= max) {
         left.push(...this.queue.slice(i));
@@ -129,9 +163,11 @@ export class GroupCommit {
       const touched = touchedBy([pending]);
       const mustWait =
         [...touched.written].some((s) => this.writing.has(s) || this.reading.has(s) || leftBehind.written.has(s) || leftBehind.read.has(s)) ||
-        [...touched.read].some((s) => this.writing.has(s) || leftBehind.written.has(s));
+        [...touched.read].some((s) => this.writing.has(s) || leftBehind.written.has(s)) ||
+        pending.after.some((d) => !d.settled && !taken.has(d));
       if (!mustWait) {
         batch.push(pending);
+        taken.add(pending);
         continue;
       }
       left.push(pending);

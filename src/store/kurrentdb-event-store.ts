@@ -20,8 +20,10 @@ import { v5 as uuidv5 } from 'uuid';
 import type { EventMetadata } from '../events/metadata.js';
 import { eventHash, GENESIS_HASH } from './hash-chain.js';
 import {
+  type AppendOptions,
   type AppendResult,
   type AppendWrite,
+  awaitDependencies,
   type Checkpoint,
   type EventStore,
   type NewEvent,
@@ -82,7 +84,10 @@ export class KurrentDbEventStore implements EventStore {
     return this.client.dispose();
   }
 
-  async append(writes: AppendWrite[]): Promise<AppendResult> {
+  async append(writes: AppendWrite[], options: AppendOptions = {}): Promise<AppendResult> {
+    // The simplest honest `after`: wait for the appends this one was decided on, fail if one did.
+    // Appends decided on each other then reach the server one after another.
+    await awaitDependencies(writes, options.after);
     // Conditions are read just before the append, not with it: KurrentDB has no way to check a
     // stream it does not write in the same append, so a write to that stream landing in between
     // goes unnoticed (the PostgreSQL adapter checks them at commit).

@@ -4,8 +4,8 @@ import type { Database } from '../db/schema.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
 import { type BatchPlan, planBatch } from './append-plan.js';
 import { existingStreams, lockStreams, writeBatch } from './append-statements.js';
-import type { AppendResult, AppendWrite, Checkpoint, EventStore, ReadStreamOptions, StoredEvent } from './event-store.js';
-import { GroupCommit, type GroupCommitOptions, type PendingAppend, settle, touchedBy } from './group-commit.js';
+import type { AppendOptions, AppendResult, AppendWrite, Checkpoint, EventStore, ReadStreamOptions, StoredEvent } from './event-store.js';
+import { GroupCommit, type GroupCommitOptions, type PendingAppend, plannedAppends, settle, touchedBy } from './group-commit.js';
 
 export { APPEND_LOCK_KEY } from './append-statements.js';
 
@@ -47,8 +47,11 @@ export class PostgresEventStore implements EventStore {
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
   }
 
-  append(writes: AppendWrite[]): Promise<AppendResult> {
-    return this.groupCommit.add([...writes].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)));
+  append(writes: AppendWrite[], options: AppendOptions = {}): Promise<AppendResult> {
+    return this.groupCommit.add(
+      [...writes].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)),
+      options.after,
+    );
   }
 
   private async commit(take: () => PendingAppend[], claimed: () => void): Promise<void> {
@@ -75,12 +78,10 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Decides and writes one batch in `trx`; returns what settles its appends once `trx` has committed. */
-  private async commitBatch(trx: Transaction<Database>, batch: PendingAppend[], claimed: () => void): Promise<() => void> {
+  private async commitBatch(trx: Transaction<Database>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
+    const { live: batch, planned } = plannedAppends(appends);
     const { written, read } = touchedBy(batch);
-    const plan = planBatch(
-      batch.map((p) => p.writes),
-      await lockStreams(trx, [...written], [...read]),
-    );
+    const plan = planBatch(planned, await lockStreams(trx, [...written], [...read]));
     claimed();
     let positions = new Map<string, number>();
     if (plan.rows.length > 0) {

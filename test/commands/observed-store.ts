@@ -4,7 +4,7 @@ import type { EventStore, ReadStreamOptions } from '../../src/store/event-store.
 export function observed(store: EventStore) {
   const reads: Array<{ stream: string; from: number | undefined }> = [];
   const wrapped: EventStore = {
-    append: (w) => store.append(w),
+    append: (w, options) => store.append(w, options),
     readAll: (a, m) => store.readAll(a, m),
     onAppended: (l) => store.onAppended(l),
     readStream: (stream: string, options?: ReadStreamOptions) => {

@@ -11,6 +11,7 @@ import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
 import { streams } from '../../src/commands/streams.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import type { CommandContext } from '../../src/events/metadata.js';
+import type { AppendWrite } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase } from '../support/test-database.js';
 import { observed } from './observed-store.js';
@@ -43,6 +44,15 @@ describe('commands on cached state', () => {
     return { ctx, customerId };
   }
 
+  /** The write of an earn of 100 another process decides on the customer's stored state. */
+  async function earnedElsewhere(ctx: CommandContext, customerId: string): Promise<AppendWrite> {
+    const stream = streams.customer(customerId);
+    const before = await store.readStream(stream);
+    const state = fold(customerDecider, before.map((e) => ({ type: e.type, data: e.data }) as never));
+    const events = customerDecider.decide({ type: 'RecordPoints', transactionId: 'txn_behind', tiers: [], ...earn(100) }, state);
+    return { stream, expected: before.at(-1)!.streamPosition, events: withMetadata(events, ctx) };
+  }
+
   it('decides the next write on a stream from the state its last write left, reading nothing', async () => {
     const process = processOnDatabase();
     const { ctx, customerId } = await customerOf(process);
@@ -63,10 +73,7 @@ describe('commands on cached state', () => {
     await process.customers.recordPoints(ctx, customerId, earn(10));
 
     const stream = streams.customer(customerId);
-    const before = await store.readStream(stream);
-    const state = fold(customerDecider, before.map((e) => ({ type: e.type, data: e.data }) as never));
-    const behind = customerDecider.decide({ type: 'RecordPoints', transactionId: 'txn_behind', tiers: [], ...earn(100) }, state);
-    await store.append([{ stream, expected: before.at(-1)!.streamPosition, events: withMetadata(behind, ctx) }]);
+    await store.append([await earnedElsewhere(ctx, customerId)]);
     process.reads.length = 0;
 
     const recorded = await process.customers.recordPoints(ctx, customerId, earn(1));
@@ -76,6 +83,36 @@ describe('commands on cached state', () => {
     process.reads.length = 0;
     expect((await process.customers.recordPoints(ctx, customerId, earn(1))).data).toMatchObject({ balance: 112 });
     expect(process.reads).toEqual([]);
+  });
+
+  it('lets commands on one stream decide on the state after an append still queued, and none on one that failed', async () => {
+    const process = processOnDatabase();
+    const { ctx, customerId } = await customerOf(process);
+    await process.customers.recordPoints(ctx, customerId, earn(10));
+    const stream = streams.customer(customerId);
+    const behind = await earnedElsewhere(ctx, customerId);
+    process.reads.length = 0;
+
+    // Queued together behind a batch in flight: another process's append at the revision the
+    // cache holds, then two earns decided on the cache, the second on the state after the first.
+    // The first fails; the second expects the revision the other append produced, and must fail too.
+    const { events: others } = await earnedElsewhere(ctx, customerId);
+    const lead = store.append([{ stream: `lead-${customerId}`, expected: 'no_stream', events: others }]);
+    const other = store.append([behind]);
+    const earns = Promise.all([1, 2].map((amount) => process.customers.recordPoints(ctx, customerId, earn(amount))));
+    await Promise.all([lead, other]);
+    const [first, second] = await earns;
+
+    const events = await store.readStream(stream);
+    let balance = 0;
+    for (const e of events.filter((x) => x.type === 'PointsEarned')) {
+      balance += e.data.amount;
+      expect(e.data.balance, `balance recorded at ${e.streamPosition}`).toBe(balance);
+    }
+    expect(balance).toBe(113);
+    expect([first!.data.balance, second!.data.balance].sort()).toEqual([111, 113]);
+    // Neither earn decided on the stale cache alone: they read the stream again.
+    expect(process.reads.map((r) => r.stream)).toContain(stream);
   });
 
   it('confirms a refusal decided on cached state against the store before answering it', async () => {

@@ -290,6 +290,27 @@ describe('concurrent requests', () => {
       expect((await customer(key, id)).points_balance).toBe(465);
     });
 
+    it('applies a burst of earns on one customer through one instance, with the other earning on it meanwhile, exactly once each', async () => {
+      // Instance 0 queues each earn on the state after the one before it, not yet committed; the
+      // other instance's earns take revisions such a chain expected, so the chain must fail and
+      // start again from what is stored (no earn lost, none counted on a state that never was).
+      const { private_key: key } = await t.business();
+      const id = await newCustomer(key, 'hot-earn@example.com');
+      const requests = Array.from({ length: 64 }, (_, i) => ({ instance: i % 4 === 3 ? 1 : 0, amount: i + 1 }));
+      const responses = await Promise.all(
+        requests.map(({ instance, amount }) => via(instance, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount })),
+      );
+      expect(responses.map((r) => r.status)).toEqual(requests.map(() => 201));
+      const total = requests.reduce((sum, r) => sum + r.amount, 0);
+      const lines = await ledger(key, id);
+      expect(lines.map((l) => l.id).sort()).toEqual(responses.map((r) => r.body.id).sort());
+      expect(expectRunningBalances(lines)).toBe(total);
+      expect((await customer(key, id)).points_balance).toBe(total);
+      // Each answer's balance is the one its own event recorded.
+      const recorded = new Map(lines.map((l) => [l.id, l.balance]));
+      for (const r of responses) expect(r.body.balance).toBe(recorded.get(r.body.id));
+    });
+
     it('creates one transaction for one reference across both instances', async () => {
       const { private_key: key } = await t.business();
       const id = await newCustomer(key, 'two-ref@example.com');

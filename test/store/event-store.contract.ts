@@ -7,6 +7,7 @@ import {
   type AppendWrite,
   type Checkpoint,
   compareCheckpoints,
+  DependencyFailed,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -221,6 +222,45 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
         ]);
         expect(result.revisions).toEqual({ [c]: 0 });
         expect(await store.readStream(p)).toEqual([]);
+      });
+    });
+
+    describe('appends decided on other appends (after)', () => {
+      /** A stream at revision 0 that another writer moved to 1 after `mine` was decided on revision 0. */
+      async function movedBehind(): Promise<string> {
+        const s = stream('after');
+        await store.append([{ stream: s, expected: 'no_stream', events: [event(0)] }]);
+        await store.append([{ stream: s, expected: 0, events: [event(1)] }]);
+        return s;
+      }
+
+      it('fails one decided on an append that fails, though its own expected revision is where the stream is', async () => {
+        const s = await movedBehind();
+        const a = store.append([{ stream: s, expected: 0, events: [event(10)] }]);
+        const b = store.append([{ stream: s, expected: 1, events: [event(11)] }], { after: [a] });
+        expectWrongVersion(await failure(a), s, 0, 1);
+        const error = await failure(b);
+        expect(error).toBeInstanceOf(DependencyFailed);
+        expect(error).toBeInstanceOf(WrongExpectedVersion);
+        expect(await numbers(s)).toEqual([0, 1]);
+      });
+
+      it('fails one decided on an append that had already failed', async () => {
+        const s = await movedBehind();
+        const a = store.append([{ stream: s, expected: 0, events: [event(10)] }]);
+        await failure(a);
+        expect(await failure(store.append([{ stream: s, expected: 1, events: [event(11)] }], { after: [a] }))).toBeInstanceOf(DependencyFailed);
+        expect(await numbers(s)).toEqual([0, 1]);
+      });
+
+      it('appends one decided on appends that succeed, queued or already committed', async () => {
+        const s = await movedBehind();
+        const a = store.append([{ stream: s, expected: 1, events: [event(2)] }]);
+        const b = store.append([{ stream: s, expected: 2, events: [event(3)] }], { after: [a] });
+        expect((await b).revisions).toEqual({ [s]: 3 });
+        const c = await store.append([{ stream: s, expected: 3, events: [event(4)] }], { after: [a, b] });
+        expect(c.revisions).toEqual({ [s]: 4 });
+        expect(await numbers(s)).toEqual([0, 1, 2, 3, 4]);
       });
     });
 
@@ -467,7 +507,7 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
                       appended(await store.append(writes), writes);
                       break;
                     } catch (error) {
-                      if (!(error instanceof WrongExpectedVersion) || attempt >= 500) throw error;
+                      if (!(error instanceof WrongExpectedVersion) || error.actual === 'unknown' || attempt >= 500) throw error;
                       writes[0]!.events.forEach((e) => doomedIds.add(e.id!));
                       hotConflicts++;
                       expected = error.actual;

@@ -5,6 +5,7 @@ import { ChainVerifier } from '../../src/audit/verify-chain.js';
 import {
   type AppendResult,
   type AppendWrite,
+  DependencyFailed,
   type ExpectedRevision,
   type NewEvent,
   WrongExpectedVersion,
@@ -30,9 +31,14 @@ describe(`postgres event store: group commit (${STORE_KIND})`, () => {
    * Queues the appends back to back while a batch of the same store is claiming its streams, so
    * the next batch takes them all, in this order.
    */
-  async function together(appends: AppendWrite[][], on = store): Promise<PromiseSettledResult<AppendResult>[]> {
+  function together(appends: AppendWrite[][], on = store): Promise<PromiseSettledResult<AppendResult>[]> {
+    return inOneBatch(() => appends.map((writes) => on.append(writes)), on);
+  }
+
+  /** As `together`, for the appends `queue` queues on `on`. */
+  async function inOneBatch(queue: () => Array<Promise<AppendResult>>, on = store): Promise<PromiseSettledResult<AppendResult>[]> {
     const lead = on.append([{ stream: stream('lead'), expected: 'no_stream', events: [event()] }]);
-    const results = Promise.allSettled(appends.map((writes) => on.append(writes)));
+    const results = Promise.allSettled(queue());
     await lead;
     return results;
   }
@@ -200,6 +206,67 @@ describe(`postgres event store: group commit (${STORE_KIND})`, () => {
       expect(results[0]).toMatchObject({ reason: { code: '23505' } });
       expect(await eventIds(s)).toEqual([a.id, b.id]);
       await expectChainsIntact([s]);
+    });
+  });
+
+  describe('appends decided on other appends (after)', () => {
+    /** A stream at revision 0, moved to 1 by another process (a second store): an append decided on revision 0 fails. */
+    async function movedByAnotherProcess(): Promise<string> {
+      const s = stream('after');
+      await store.append([{ stream: s, expected: 'no_stream', events: [event()] }]);
+      await new PostgresEventStore(handle.db).append([{ stream: s, expected: 0, events: [event()] }]);
+      return s;
+    }
+
+    it('share a batch with the appends they were decided on', async () => {
+      const s = stream('shared');
+      const [a, b] = [event(), event()];
+      const results = await inOneBatch(() => {
+        const first = store.append([{ stream: s, expected: 'no_stream', events: [a] }]);
+        return [first, store.append([{ stream: s, expected: 0, events: [b] }], { after: [first] })];
+      });
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
+      expect((await transactionsOf([a, b])).size).toBe(1);
+      expect(await eventIds(s)).toEqual([a.id, b.id]);
+      await expectChainsIntact([s]);
+    });
+
+    it('fail in the batch where the one they were decided on fails, and the rest of the batch commits', async () => {
+      const [s, t] = [await movedByAnotherProcess(), stream('bystander')];
+      const before = await eventIds(s);
+      const results = await inOneBatch(() => {
+        const a = store.append([{ stream: s, expected: 0, events: [event()] }]);
+        // Decided on a's state: its own expected revision is where the other process left the stream.
+        const b = store.append([{ stream: s, expected: 1, events: [event()] }], { after: [a] });
+        const c = store.append([{ stream: s, expected: 2, events: [event()] }], { after: [b] });
+        return [a, b, c, store.append([{ stream: t, expected: 'no_stream', events: [event()] }])];
+      });
+      expectWrongVersion(results[0]!, s, 0, 1);
+      expect(results.slice(1).map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
+      for (const r of results.slice(1, 3)) expect((r as PromiseRejectedResult).reason).toBeInstanceOf(DependencyFailed);
+      expect(await eventIds(s)).toEqual(before);
+      await expectChainsIntact([s, t]);
+    });
+
+    it('fail with the one they were decided on when a batch fails as a whole and is retried append by append', async () => {
+      const taken = event();
+      await store.append([{ stream: stream('taken'), expected: 'no_stream', events: [taken] }]);
+      const [s, t] = [await movedByAnotherProcess(), stream('fresh')];
+      const before = await eventIds(s);
+      const [c, d] = [event(), event()];
+      const results = await inOneBatch(() => {
+        const a = store.append([{ stream: s, expected: 0, events: [event()] }]);
+        const culprit = store.append([{ stream: stream('culprit'), expected: 'no_stream', events: [{ ...event(), id: taken.id! }] }]);
+        const b = store.append([{ stream: s, expected: 1, events: [event()] }], { after: [a] });
+        const first = store.append([{ stream: t, expected: 'no_stream', events: [c] }]);
+        return [a, culprit, b, first, store.append([{ stream: t, expected: 0, events: [d] }], { after: [first] })];
+      });
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected', 'fulfilled', 'fulfilled']);
+      expect(results[1]).toMatchObject({ reason: { code: '23505' } });
+      expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(DependencyFailed);
+      expect(await eventIds(s)).toEqual(before);
+      expect(await eventIds(t)).toEqual([c.id, d.id]);
+      await expectChainsIntact([s, t]);
     });
   });
 
