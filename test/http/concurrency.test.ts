@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createServices, type Services } from '../../src/services.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { foldPoints } from '../support/fold-points.js';
 
 interface StreamEvent {
   position: number;
@@ -214,21 +215,10 @@ describe('concurrent requests', () => {
 
     for (const id of ids) {
       const events = await stream(key, id);
-      let balance = 0;
-      let earned = 0;
-      let redeemed = 0;
-      for (const e of events) {
-        if (e.type === 'PointsEarned' || e.type === 'PointsAdjusted') {
-          balance += e.data.amount;
-          earned += e.data.amount;
-        } else if (e.type === 'PointsDeducted') {
-          balance -= e.data.amount;
-          redeemed += e.data.amount;
-        }
-        if (e.type.startsWith('Points')) {
-          expect(e.data.balance).toBe(balance);
-          expect(balance).toBeGreaterThanOrEqual(0);
-        }
+      const { balance, earned, redeemed, after } = foldPoints(events);
+      for (const step of after) {
+        expect(step.event.data.balance).toBe(step.balance);
+        expect(step.balance).toBeGreaterThanOrEqual(0);
       }
       const read = await customer(key, id);
       expect({ balance: read.points_balance, earned: read.lifetime_earned, redeemed: read.lifetime_redeemed }).toEqual({ balance, earned, redeemed });

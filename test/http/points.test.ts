@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { foldPoints } from '../support/fold-points.js';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TXN_ID = /^txn_[A-Za-z0-9_-]{16,}$/;
@@ -400,18 +401,7 @@ describe('points', () => {
       expect(events[4]!.data).toMatchObject({ first_name: 'Sam' });
 
       // Folding the stream gives what the read model shows.
-      let balance = 0;
-      let earned = 0;
-      let redeemed = 0;
-      for (const e of events) {
-        if (e.type === 'PointsEarned' || e.type === 'PointsAdjusted') {
-          balance += e.data.amount;
-          earned += e.data.amount;
-        } else if (e.type === 'PointsDeducted') {
-          balance -= e.data.amount;
-          redeemed += e.data.amount;
-        }
-      }
+      const { balance, earned, redeemed } = foldPoints(events);
       expect(await totals(key, customerId)).toEqual({ balance, lifetime_earned: earned, lifetime_redeemed: redeemed });
     });
 
