@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { ISO_MS, expectError } from '../support/expectations.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const CUSTOMER_ID = /^cust_[A-Za-z0-9_-]{16,}$/;
 
 describe('customers', () => {
@@ -19,10 +19,6 @@ describe('customers', () => {
   /** The target of a `Link: <…>; rel="next"` header, or null when there is none. */
   const nextLink = (response: TestResponse) => /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1] ?? null;
 
-  function expectError(response: TestResponse, status: number, code: string) {
-    expect(response.status, response.text).toBe(status);
-    expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
-  }
 
   async function createOk(key: string, body: Record<string, unknown>) {
     const response = await create(key, body);

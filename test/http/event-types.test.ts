@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { ISO_MS, expectError } from '../support/expectations.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('event types', () => {
   let t: TestApp;
@@ -10,10 +10,6 @@ describe('event types', () => {
   });
   afterAll(() => t.close());
 
-  function expectError(response: TestResponse, status: number, code: string) {
-    expect(response.status, response.text).toBe(status);
-    expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
-  }
 
   const detailPaths = (response: TestResponse): string[] => (response.body.details ?? []).map((d: { path: string }) => d.path);
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProvisionedBusiness } from '../../src/cli/provision.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { ISO_MS } from '../support/expectations.js';
 
 const ALL_PERMISSIONS = [
   'customers:read',
@@ -13,7 +14,6 @@ const ALL_PERMISSIONS = [
   'keys:write',
 ];
 const PUBLIC_PERMISSIONS = ['customers:read', 'points:read', 'rewards:read'];
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY_ID = /^key_[0-9A-Za-z_-]{16,}$/;
 
 const sorted = (values: string[]) => [...values].sort();

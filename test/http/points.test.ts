@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { ISO_MS, expectError } from '../support/expectations.js';
 import { foldPoints } from '../support/fold-points.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TXN_ID = /^txn_[A-Za-z0-9_-]{16,}$/;
 
 interface Totals {
@@ -21,10 +21,6 @@ describe('points', () => {
   const transact = (key: string, customerId: string, body: unknown, headers?: Record<string, string>) =>
     t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, { key, body, ...(headers ? { headers } : {}) });
 
-  function expectError(response: TestResponse, status: number, code: string) {
-    expect(response.status, response.text).toBe(status);
-    expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
-  }
 
   async function newCustomer(key: string, email = `c-${Math.random().toString(36).slice(2)}@example.com`) {
     const response = await t.request('POST', '/api/v1/customers', { key, body: { email, first_name: 'Pat', last_name: 'Lee' } });

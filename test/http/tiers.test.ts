@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { ISO_MS, expectError } from '../support/expectations.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TIER_ID = /^tier_[A-Za-z0-9_-]{16,}$/;
 
 describe('tiers', () => {
@@ -13,10 +13,6 @@ describe('tiers', () => {
 
   let emails = 0;
 
-  function expectError(response: TestResponse, status: number, code: string) {
-    expect(response.status, response.text).toBe(status);
-    expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
-  }
 
   async function createTier(key: string, body: Record<string, unknown>) {
     const response = await t.request('POST', '/api/v1/tiers', { key, body });

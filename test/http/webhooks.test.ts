@@ -1,9 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { ISO_MS, expectError } from '../support/expectations.js';
 import { type Received, type Receiver, signatureFor, startReceiver } from '../support/webhook-receiver.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const WEBHOOK_ID = /^whk_[A-Za-z0-9_-]{16,}$/;
 const MESSAGE_ID = /^msg_[A-Za-z0-9_-]{16,}$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
@@ -50,10 +50,6 @@ describe('webhooks API', () => {
     return r;
   }
 
-  function expectError(response: TestResponse, status: number, code: string) {
-    expect(response.status, response.text).toBe(status);
-    expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
-  }
 
   function expectValidationError(response: TestResponse, path: string) {
     expectError(response, 400, 'validation_error');

@@ -3,9 +3,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { webhookSecrets } from '../../src/webhooks/secrets.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { ISO_MS } from '../support/expectations.js';
 import { type Received, type Receiver, type Reply, signatureFor, startReceiver } from '../support/webhook-receiver.js';
 
-const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
