@@ -7,7 +7,7 @@ import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
 import { apiKeyDecider } from './api-key-decider.js';
-import { KEY_PREFIXES, type Permission, PERMISSIONS, PUBLIC_KEY_PERMISSIONS } from './permissions.js';
+import { KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from './permissions.js';
 
 export interface CreateKeyInput {
   type: 'private' | 'public';
@@ -29,12 +29,11 @@ export function apiKeyCommands(deps: CommandDeps) {
      * key's permissions: a key cannot hand out a permission it does not hold.
      */
     async create(ctx: CommandContext, input: CreateKeyInput, grantor: readonly string[] | null = null) {
-      const permissions: Permission[] =
-        input.type === 'public' ? [...PUBLIC_KEY_PERMISSIONS] : [...new Set(input.permissions ?? PERMISSIONS)];
+      const permissions = permissionsForNewKey(input.type, input.permissions);
       if (input.type === 'public' && input.permissions !== null) {
         throw errors.validation([{ path: 'permissions', message: 'public keys always hold customers:read, points:read, rewards:read' }]);
       }
-      const missing = grantor ? permissions.find((p) => !grantor.includes(p)) : undefined;
+      const missing = grantor ? missingPermission(grantor, permissions) : undefined;
       if (missing) throw errors.insufficientPermissions(missing);
       const keyId = newId('apiKey');
       const key = `${KEY_PREFIXES[input.type]}${newKeySecret()}`;

@@ -16,3 +16,13 @@ export type Permission = (typeof PERMISSIONS)[number];
 export const PUBLIC_KEY_PERMISSIONS: Permission[] = ['customers:read', 'points:read', 'rewards:read'];
 
 export const KEY_PREFIXES = { private: 'sk_live_', public: 'pk_live_' } as const;
+
+/** The first of `wanted` that `holder` lacks, or undefined: a key may grant or revoke only what it holds. */
+export function missingPermission(holder: readonly string[], wanted: readonly string[]): string | undefined {
+  return wanted.find((p) => !holder.includes(p));
+}
+
+/** The permissions a new key gets: a public key the fixed read set, a private key its list or all. */
+export function permissionsForNewKey(type: 'private' | 'public', requested: readonly Permission[] | null | undefined): Permission[] {
+  return type === 'public' ? [...PUBLIC_KEY_PERMISSIONS] : [...new Set(requested ?? PERMISSIONS)];
+}
