@@ -7,6 +7,7 @@ import { migration as m0005 } from './0005-hash-chain.js';
 import { migration as m0007 } from './0007-analytics-views.js';
 import { migration as m0008 } from './0008-rate-limits.js';
 import { migration as m0009 } from './0009-aggregate-snapshots.js';
+import { migration as m0010 } from './0010-idempotency-expiry.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0007_analytics_views': m0007,
   '0008_rate_limits': m0008,
   '0009_aggregate_snapshots': m0009,
+  '0010_idempotency_expiry': m0010,
 };
