@@ -3,7 +3,7 @@ import { WrongExpectedVersion } from '../store/event-store.js';
 
 /**
  * Loads, decides and appends again when another writer moved a stream first (bounded, jittered);
- * when the budget runs out the caller gets 409 `conflict`.
+ * when the budget runs out the caller gets 409 `conflict` with `Retry-After`.
  */
 export async function retryOnConflict<T>(attempt: () => Promise<T>, maxAttempts = 20): Promise<T> {
   for (let n = 1; ; n++) {
@@ -11,7 +11,7 @@ export async function retryOnConflict<T>(attempt: () => Promise<T>, maxAttempts 
       return await attempt();
     } catch (error) {
       if (!(error instanceof WrongExpectedVersion)) throw error;
-      if (n >= maxAttempts) throw errors.conflict('Too many concurrent changes to this resource; retry the request.');
+      if (n >= maxAttempts) throw errors.retryLater('Too many concurrent changes to this resource; retry the request.');
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 * n)));
     }
   }

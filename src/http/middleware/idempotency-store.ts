@@ -1,9 +1,11 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/schema.js';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** How long a running request holds its key before a retry may take it over (a crashed process). */
 const LEASE_MS = 60 * 1000;
+/** Expired records each claim deletes on its way: more than one, so deletion outpaces creation. */
+const SWEEP_PER_CLAIM = 8;
 
 export interface StoredResponse {
   status: number;
@@ -17,61 +19,57 @@ export type Claim =
   | { outcome: 'in_progress' }
   | { outcome: 'mismatch' };
 
-/** Idempotency keys (CONTRACT.md §5), scoped to a business and kept 24 hours. */
+/** Idempotency keys (CONTRACT.md §5), scoped to a business; a record goes once 24 hours old. */
 export function idempotencyStore(db: Kysely<Database>) {
   return {
-    /** Claims `key` for a request with this fingerprint, or says why not. Atomic under concurrency. */
+    /**
+     * Claims `key` for a request with this fingerprint, or says why not. Atomic under concurrency.
+     * One statement in the usual case: it takes the key (or its expired record) and deletes a few
+     * other expired records, so keys never used again do not stay.
+     */
     async claim(businessId: string, key: string, fingerprint: string, now = new Date()): Promise<Claim> {
-      for (;;) {
-        await db
-          .deleteFrom('idempotency_keys')
-          .where('business_id', '=', businessId)
-          .where('key', '=', key)
-          .where('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_TTL_MS))
-          .execute();
-        const inserted = await db
-          .insertInto('idempotency_keys')
-          .values({
-            business_id: businessId,
-            key,
-            fingerprint,
-            state: 'running',
-            response_status: null,
-            response_headers: null,
-            response_body: null,
-            created_at: now,
-            locked_until: new Date(now.getTime() + LEASE_MS),
-          })
-          .onConflict((oc) => oc.columns(['business_id', 'key']).doNothing())
-          .returning('key')
-          .executeTakeFirst();
-        if (inserted) return { outcome: 'proceed' };
-        const row = await db
-          .selectFrom('idempotency_keys')
-          .selectAll()
-          .where('business_id', '=', businessId)
-          .where('key', '=', key)
-          .executeTakeFirst();
-        if (!row) continue; // expired and deleted between our statements: claim again
-        if (row.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-        if (row.state === 'done') {
-          return {
-            outcome: 'replay',
-            response: { status: row.response_status!, headers: row.response_headers ?? {}, body: row.response_body ?? '' },
-          };
-        }
-        if (row.locked_until.getTime() > now.getTime()) return { outcome: 'in_progress' };
-        const taken = await db
-          .updateTable('idempotency_keys')
-          .set({ locked_until: new Date(now.getTime() + LEASE_MS) })
-          .where('business_id', '=', businessId)
-          .where('key', '=', key)
-          .where('state', '=', 'running')
-          .where('locked_until', '=', row.locked_until)
-          .returning('key')
-          .executeTakeFirst();
-        return taken ? { outcome: 'proceed' } : { outcome: 'in_progress' };
+      const expiredBefore = new Date(now.getTime() - IDEMPOTENCY_TTL_MS);
+      const lockedUntil = new Date(now.getTime() + LEASE_MS);
+      const { rows } = await sql<{ key: string }>`
+        with swept as (
+          delete from idempotency_keys where ctid in (
+            select ctid from idempotency_keys
+            where created_at < ${expiredBefore} and not (business_id = ${businessId} and key = ${key})
+            limit ${SWEEP_PER_CLAIM} for update skip locked))
+        insert into idempotency_keys as k
+          (business_id, key, fingerprint, state, response_status, response_headers, response_body, created_at, locked_until)
+        values (${businessId}, ${key}, ${fingerprint}, 'running', null, null, null, ${now}, ${lockedUntil})
+        on conflict (business_id, key) do update set
+          fingerprint = excluded.fingerprint, state = 'running', response_status = null, response_headers = null,
+          response_body = null, created_at = excluded.created_at, locked_until = excluded.locked_until
+        where k.created_at < ${expiredBefore}
+        returning k.key`.execute(db);
+      if (rows.length > 0) return { outcome: 'proceed' };
+      const row = await db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('business_id', '=', businessId)
+        .where('key', '=', key)
+        .executeTakeFirst();
+      if (!row) return this.claim(businessId, key, fingerprint, now); // released between our statements
+      if (row.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+      if (row.state === 'done') {
+        return {
+          outcome: 'replay',
+          response: { status: row.response_status!, headers: row.response_headers ?? {}, body: row.response_body ?? '' },
+        };
       }
+      if (row.locked_until.getTime() > now.getTime()) return { outcome: 'in_progress' };
+      const taken = await db
+        .updateTable('idempotency_keys')
+        .set({ locked_until: lockedUntil })
+        .where('business_id', '=', businessId)
+        .where('key', '=', key)
+        .where('state', '=', 'running')
+        .where('locked_until', '=', row.locked_until)
+        .returning('key')
+        .executeTakeFirst();
+      return taken ? { outcome: 'proceed' } : { outcome: 'in_progress' };
     },
 
     async complete(businessId: string, key: string, response: StoredResponse): Promise<void> {
@@ -88,7 +86,7 @@ export function idempotencyStore(db: Kysely<Database>) {
         .execute();
     },
 
-    /** Frees the key after a 5xx, so the request can be retried with it. */
+    /** Frees the key after an answer that is not kept (retryable, or refused), so the request can be retried with it. */
     async release(businessId: string, key: string): Promise<void> {
       await db
         .deleteFrom('idempotency_keys')

@@ -1,17 +1,26 @@
 import { createHash } from 'node:crypto';
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError, errors } from '../../errors.js';
+import { canonicalJson } from '../../json-equality.js';
 import type { AppEnv } from '../env.js';
 import { idempotencyStore } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
 const REPLAYED_HEADERS = ['content-type', 'link', 'location'];
+/** Fields of an answer that carry a secret shown once (a new API key, a webhook signing secret): stored as null. */
+const SECRET_FIELDS = ['key', 'secret'];
+const SECRET_FORMAT = /^(?:sk_live_|pk_live_|whsec_)/;
+/** 409 codes that say "retry": kept, they would answer every retry with the same refusal. */
+const RETRYABLE_CONFLICTS = new Set(['conflict', 'idempotency_key_in_progress']);
 
 /**
- * `Idempotency-Key` on every POST, PATCH and DELETE: the first response (below 500) is stored and
- * replayed byte for byte to a retry of the same request; a different request under the same key
- * is refused (422), and so is a retry while the first is still running (409).
+ * `Idempotency-Key` on every POST, PATCH and DELETE (CONTRACT.md §5): a final answer is stored and
+ * replayed to a retry of the same request; a different request under the same key is refused
+ * (422), and so is a retry while the first is still running (409). It runs after every
+ * authorization rule of the route (see `guard`), so a replay is never handed to a key that could
+ * not have made the request itself.
  */
 export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   const key = c.req.header('idempotency-key');
@@ -21,12 +30,8 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   const store = idempotencyStore(c.var.services.db);
   const businessId = c.var.principal.businessId;
-  const url = new URL(c.req.url);
-  const fingerprint = createHash('sha256')
-    .update(`${c.req.method} ${url.pathname}${url.search}\n${await c.req.text()}`)
-    .digest('hex');
 
-  const claim = await store.claim(businessId, key, fingerprint);
+  const claim = await store.claim(businessId, key, requestFingerprint(c));
   switch (claim.outcome) {
     case 'mismatch':
       throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
@@ -51,11 +56,11 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     throw error;
   }
   const response = c.res;
-  if (response.status >= 500) {
+  const body = await response.clone().text();
+  if (!isFinal(response.status, body)) {
     await store.release(businessId, key).catch(() => {});
     return;
   }
-  const body = await response.clone().text();
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
     const value = response.headers.get(name);
@@ -63,7 +68,52 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   // The request's work is done (a write is committed): its answer goes out even if the record
   // cannot be stored (the database went away); the key then stays held until its lease expires.
-  await store.complete(businessId, key, { status: response.status, headers, body }).catch((error) => {
+  await store.complete(businessId, key, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
     c.var.services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
 });
+
+/**
+ * What makes two requests "the same": method, path (a trailing slash names the same resource),
+ * query and the parsed body, compared as canonical JSON (whitespace and key order do not matter;
+ * no body, an empty one and `{}` are the same).
+ */
+function requestFingerprint(c: Context<AppEnv>): string {
+  const url = new URL(c.req.url);
+  const path = url.pathname.length > 1 ? url.pathname.replace(/\/$/, '') : url.pathname;
+  const query = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256')
+    .update(canonicalJson([c.req.method, path, query, c.var.body ?? {}]))
+    .digest('hex');
+}
+
+/** Whether an answer is kept for replay: not 401/403 (authorization runs again), not one that says "retry". */
+function isFinal(status: number, body: string): boolean {
+  if (status >= 500 || status === 429 || status === 401 || status === 403) return false;
+  if (status === 409) return !RETRYABLE_CONFLICTS.has(errorCode(body) ?? '');
+  return true;
+}
+
+function errorCode(body: string): string | undefined {
+  try {
+    return (JSON.parse(body) as { code?: string }).code;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer as stored: a secret shown once (`key`, `secret`) is never kept, so a replay shows null. */
+function withoutSecrets(body: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return body;
+  const fields = value as Record<string, unknown>;
+  const isSecret = (name: string) => typeof fields[name] === 'string' && SECRET_FORMAT.test(fields[name]);
+  if (!SECRET_FIELDS.some(isSecret)) return body;
+  for (const name of SECRET_FIELDS) if (isSecret(name)) fields[name] = null;
+  return JSON.stringify(fields);
+}

@@ -1,4 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { missingPermission, permissionsForNewKey } from '../../commands/api-key/permissions.js';
 import { errors } from '../../errors.js';
 import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
@@ -11,6 +13,25 @@ import { CreatedKeySchema, KeyCreateSchema, KeyIdParamSchema, KeySchema } from '
 
 const tags = ['API keys'];
 
+/**
+ * A key cannot create a key with a permission it does not hold (CONTRACT.md §2). Checked from the
+ * body as sent, before Idempotency-Key handling, so a replay runs it for the key that sends it;
+ * a body the schema will refuse is left to the schema.
+ */
+function mayGrant(c: Context<AppEnv>): void {
+  const parsed = KeyCreateSchema.safeParse(c.var.body);
+  if (!parsed.success) return;
+  const missing = missingPermission(c.var.principal.permissions, permissionsForNewKey(parsed.data.type, parsed.data.permissions));
+  if (missing) throw errors.insufficientPermissions(missing);
+}
+
+/** A key revokes only keys whose permissions it holds itself (CONTRACT.md §2), replays included. */
+async function mayRevoke(c: Context<AppEnv>): Promise<void> {
+  const target = await c.var.services.queries.access.key(c.var.principal.businessId, c.req.param('key_id') ?? '');
+  const missing = target && missingPermission(c.var.principal.permissions, target.permissions);
+  if (missing) throw errors.insufficientPermissions(missing);
+}
+
 export const keyRoutes = createRouter()
   .openapi(
     createRoute({
@@ -19,7 +40,7 @@ export const keyRoutes = createRouter()
       operationId: 'createKey',
       tags,
       summary: 'Create an API key (the full key is shown once)',
-      middleware: guard(['keys:write']),
+      middleware: guard(['keys:write'], { authorize: mayGrant }),
       request: { body: jsonBody(KeyCreateSchema) },
       responses: { 201: jsonResponse(CreatedKeySchema, 'The key, in full this once.'), ...errorResponses() },
     }),
@@ -60,7 +81,7 @@ export const keyRoutes = createRouter()
       operationId: 'revokeKey',
       tags,
       summary: 'Revoke an API key (effective on the next request)',
-      middleware: guard(['keys:write']),
+      middleware: guard(['keys:write'], { authorize: mayRevoke }),
       request: { params: KeyIdParamSchema },
       responses: { 200: jsonResponse(KeySchema, 'The key as it now stands, with revoked_at set.'), ...errorResponses(404) },
     }),

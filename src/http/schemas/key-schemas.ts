@@ -27,7 +27,9 @@ export const KeySchema = z
   .openapi('ApiKey');
 
 export const CreatedKeySchema = KeySchema.extend({
-  key: z.string().openapi({ description: 'The full key. Shown only in this response.' }),
+  key: z.string().nullable().openapi({
+    description: 'The full key. Shown only in this response; null when the answer is an Idempotency-Key replay (secrets are never stored).',
+  }),
 }).openapi('CreatedApiKey');
 
 export const KeyIdParamSchema = z.object({

@@ -37,7 +37,9 @@ export const WebhookSchema = z
   .openapi('Webhook');
 
 export const WebhookWithSecretSchema = WebhookSchema.extend({
-  secret: z.string().openapi({ description: 'The signing secret (whsec_…). Shown only in this response.' }),
+  secret: z.string().nullable().openapi({
+    description: 'The signing secret (whsec_…). Shown only in this response; null when the answer is an Idempotency-Key replay (secrets are never stored).',
+  }),
 }).openapi('WebhookWithSecret');
 
 export const WebhookIdParamSchema = z.object({ webhook_id: z.string().openapi({ param: { name: 'webhook_id', in: 'path' } }) });
