@@ -24,7 +24,8 @@ export interface ValidationIssue {
 export const errors = {
   validation: (details: ValidationIssue[], message = 'The request is not valid.') =>
     new ApiError(400, 'validation_error', message, { details }),
-  invalidJson: () => new ApiError(400, 'invalid_json', 'The request body is not valid JSON.'),
+  invalidJson: (why?: string) =>
+    new ApiError(400, 'invalid_json', why ? `The request body is not valid JSON: ${why}.` : 'The request body is not valid JSON.'),
   notFound: (code: string, what: string, id: string) =>
     new ApiError(404, code, `No ${what} with id '${id}'.`),
   customerNotFound: (id: string) => errors.notFound('customer_not_found', 'customer', id),
@@ -40,8 +41,8 @@ export const errors = {
     }),
   insufficientPermissions: (permission: string) =>
     new ApiError(403, 'insufficient_permissions', `This key lacks the '${permission}' permission.`),
-  publicKeyNotAllowed: () =>
-    new ApiError(403, 'public_key_not_allowed', 'This endpoint needs a private key (sk_live_…).'),
+  publicKeyNotAllowed: (message = 'This endpoint needs a private key (sk_live_…).') =>
+    new ApiError(403, 'public_key_not_allowed', message),
   planLimitReached: (limit: number) =>
     new ApiError(
       403,
@@ -49,6 +50,8 @@ export const errors = {
       `The free plan allows at most ${limit} customers. Upgrade the business's plan to add more.`,
     ),
   conflict: (message: string) => new ApiError(409, 'conflict', message),
+  /** A concurrency retry budget ran out: the same request may well succeed if sent again. */
+  retryLater: (message: string) => new ApiError(409, 'conflict', message, {}, { 'Retry-After': '1' }),
   rateLimited: (retryAfterSeconds: number, headers: Record<string, string>) =>
     new ApiError(429, 'rate_limited', `Too many requests for this API key; retry in ${retryAfterSeconds} s.`, {}, {
       ...headers,

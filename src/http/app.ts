@@ -12,6 +12,7 @@ import { preflight, publicKeyCors } from './middleware/cors.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { rateLimitStore } from './middleware/rate-limit-store.js';
 import { jsonBody } from './middleware/json-body.js';
+import { storableUrl } from './middleware/storable-url.js';
 import { requestLog } from './middleware/request-log.js';
 import { notFoundHandler } from './not-found.js';
 import { createRouter } from './router.js';
@@ -64,6 +65,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
       },
     }),
   );
+  app.use('/api/v1/*', storableUrl);
   app.use('/api/v1/*', jsonBody);
 
   app.route('/api/v1', customerRoutes);

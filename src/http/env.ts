@@ -7,5 +7,7 @@ export interface AppEnv {
     requestId: string;
     principal: Principal;
     services: Services;
+    /** The parsed JSON request body (json-body middleware); undefined when the request has none. */
+    body: unknown;
   };
 }

@@ -5,8 +5,16 @@ import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import type { AppEnv } from './env.js';
 import { redactSecrets } from './redact-secrets.js';
 
-/** PostgreSQL/driver failures that mean "the store is unreachable", answered 503 rather than 500. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+/**
+ * PostgreSQL/driver failures that mean "the store is not available", answered 503 rather than 500:
+ * unreachable or reset connections, the 08 class (connection exceptions), shutdown (57P01–03),
+ * a statement timeout (57014), too many connections (53300), a database that does not exist
+ * (3D000) or does not accept connections (55000, `allow_connections false`).
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
+  '08000', '08001', '08003', '08004', '08006', '57P01', '57P02', '57P03', '57014', '53300', '3D000', '55000',
+]);
 
 function isUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string };

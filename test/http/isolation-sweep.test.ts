@@ -176,6 +176,10 @@ describe('isolation sweep over every route', () => {
       if (method !== 'GET' || privateOnly) {
         expect(response.status, where).toBe(403);
         expect(response.body.code, where).toBe('public_key_not_allowed');
+      } else if (route === 'GET /api/v1/customers') {
+        // a public key looks customers up by an exact filter; it does not list them
+        expect(response.status, where).toBe(403);
+        expect(response.body.code, where).toBe('public_key_not_allowed');
       } else if (permissions.every((p) => PUBLIC_KEY_PERMISSIONS.includes(p))) {
         expect(response.status, where).toBe(200);
       } else {

@@ -103,7 +103,7 @@ describe('API keys over HTTP', () => {
       const priv = await createKey({ type: 'private' });
       expect((await t.request('GET', '/api/v1/keys', { key: priv.body.key })).status).toBe(200);
       const pub = await createKey({ type: 'public' });
-      const read = await t.request('GET', '/api/v1/customers', { headers: { Authorization: `Bearer ${pub.body.key}` } });
+      const read = await t.request('GET', '/api/v1/tiers', { headers: { Authorization: `Bearer ${pub.body.key}` } });
       expect(read.status).toBe(200);
     });
 

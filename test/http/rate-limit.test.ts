@@ -13,7 +13,7 @@ const limits = { rateLimitRps: 10, rateLimitBurst: 5 };
 describe('rate limiting per API key', () => {
   let t: TestApp;
   let nowMs = Date.parse('2026-01-01T00:00:00.000Z');
-  const get = (key: string) => t.request('GET', '/api/v1/customers', { key });
+  const get = (key: string) => t.request('GET', '/api/v1/tiers', { key });
   const burst = (key: string, n: number) => Promise.all(Array.from({ length: n }, () => get(key)));
   const statuses = (responses: TestResponse[]) => responses.map((r) => r.status).sort();
 

@@ -60,7 +60,7 @@ describe('secrets and security headers', () => {
     const answers = [
       await t.request('GET', '/api/v1/customers', { key }),
       await t.request('POST', '/api/v1/customers', { key, body: { email: 'h@example.com' } }),
-      await t.request('GET', '/api/v1/customers', { key: pub }),
+      await t.request('GET', '/api/v1/tiers', { key: pub }),
       await t.request('GET', '/api/v1/customers'),
       await t.request('GET', '/api/v1/customers/cust_nope', { key }),
       await t.request('GET', '/nowhere'),

@@ -89,7 +89,7 @@ describe('tenancy', () => {
   });
 
   it('lists only the business’s own customers', async () => {
-    const listA = await t.request('GET', '/api/v1/customers', { key: a.public_key });
+    const listA = await t.request('GET', '/api/v1/customers', { key: a.private_key });
     const listB = await t.request('GET', '/api/v1/customers', { key: b.private_key });
     expect(listA.body.map((c: { id: string }) => c.id)).toEqual([aliceOfA.id]);
     expect(listB.body.map((c: { id: string }) => c.id)).toEqual([bobOfB.id]);

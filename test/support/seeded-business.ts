@@ -25,7 +25,7 @@ export async function seedBusiness(t: TestApp, tag: string): Promise<SeededBusin
   const eventType = await post('/api/v1/event-types', { name: `${tag}-purchase`, display_name: 'Purchase', default_points: 10 });
   const reward = await post('/api/v1/rewards', { title: `${tag} coffee`, points_cost: 100, reward_type: 'digital', stock_quantity: 100 });
   const redemption = await post(`/api/v1/customers/${customer.id}/redemptions`, { reward_id: reward.id });
-  const key = await post('/api/v1/keys', { type: 'private', name: `${tag} spare` });
+  const key = await post('/api/v1/keys', { type: 'private', name: `${tag} spare`, permissions: ['keys:write'] });
   const webhook = await post('/api/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['*'] });
   return {
     ...business,

@@ -9,9 +9,10 @@ const KEY_FORMAT = new RegExp(`^(?:${KEY_PREFIXES.private}|${KEY_PREFIXES.public
 
 /** The key a request carries, from `X-API-Key` or `Authorization: Bearer`; 401 when missing or ambiguous. */
 function presentedKey(header: (name: string) => string | undefined): string {
-  const fromHeader = header('x-api-key')?.trim();
+  // An empty header, or a bare `Bearer`, carries no key: that is a missing key, not an invalid one.
+  const fromHeader = header('x-api-key')?.trim() || undefined;
   const authorization = header('authorization')?.trim();
-  const bearer = authorization ? /^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? '' : undefined;
+  const bearer = !authorization || /^Bearer$/i.test(authorization) ? undefined : (/^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? '');
   if (fromHeader !== undefined && bearer !== undefined && fromHeader !== bearer) {
     throw new ApiError(401, 'ambiguous_api_key', 'X-API-Key and Authorization carry different keys; send one.');
   }

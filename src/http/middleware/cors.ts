@@ -1,4 +1,5 @@
 import { createMiddleware } from 'hono/factory';
+import { KEY_PREFIXES } from '../../commands/api-key/permissions.js';
 import type { AppEnv } from '../env.js';
 
 const ALLOWED_HEADERS = 'X-API-Key, Authorization, Content-Type, Idempotency-Key';
@@ -17,9 +18,14 @@ export const preflight = createMiddleware<AppEnv>(async (c, next) => {
   });
 });
 
+/**
+ * CORS on every answer to a request that carries a public key, or something that looks like one:
+ * refusals included (401, 403, 429), so a browser can read why it was refused.
+ */
 export const publicKeyCors = createMiddleware<AppEnv>(async (c, next) => {
   await next();
-  if (c.get('principal')?.type === 'public') {
+  const presented = `${c.req.header('x-api-key') ?? ''} ${c.req.header('authorization') ?? ''}`;
+  if (c.get('principal')?.type === 'public' || presented.includes(KEY_PREFIXES.public)) {
     c.res.headers.set('Access-Control-Allow-Origin', '*');
     c.res.headers.set('Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After, RateLimit, RateLimit-Policy');
   }

@@ -9,7 +9,7 @@ import { listResponse } from '../list-response.js';
 import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters.js';
 import { EMPTY_PROFILE } from '../../commands/customer/customer-decider.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
-import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
 import {
   CustomerCreateSchema,
   CustomerIdParamSchema,
@@ -65,6 +65,9 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after, ...filters } = c.req.valid('query');
+      if (c.var.principal.type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
+        throw errors.publicKeyNotAllowed('A public key looks customers up by an exact email, phone or external_reference filter; listing them needs a private key.');
+      }
       const page = await c.var.services.queries.customers.list(c.var.principal.businessId, filters, {
         limit,
         startingAfter: starting_after,
@@ -212,7 +215,7 @@ export const customerRoutes = createRouter()
       request: {
         params: CustomerIdParamSchema,
         query: PageQuerySchema.extend({
-          starting_after: z.coerce.number().int().min(0).optional().openapi({ description: 'Position of the last event seen.' }),
+          starting_after: queryInteger(0, Number.MAX_SAFE_INTEGER).optional().openapi({ type: 'integer', minimum: 0, description: 'Position of the last event seen.' }),
         }),
       },
       responses: { 200: jsonResponse(z.array(StreamEventSchema), 'Events in stream order.'), ...errorResponses(404) },

@@ -12,9 +12,17 @@ export const MetadataSchema = z
 
 export const TimestampSchema = z.string().openapi({ example: '2026-11-22T14:03:07.123Z', format: 'date-time' });
 
+/** A whole number written in decimal digits in a query string (`0x10`, `1e2`, `+5` and ` 7` are refused). */
+export const queryInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a whole number in decimal digits')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
 /** `?limit=&starting_after=` of every list endpoint (CONTRACT.md §4). */
 export const PageQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(50).openapi({ description: 'Page size (1–200, default 50).' }),
+  limit: queryInteger(1, 200).default(50).openapi({ type: 'integer', minimum: 1, maximum: 200, description: 'Page size (1–200, default 50).' }),
   starting_after: z.string().min(1).optional().openapi({ description: 'Id of the last item of the previous page.' }),
 });
 
