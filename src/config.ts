@@ -18,6 +18,9 @@ export interface Config {
   rateLimitRps: number;
   /** …and how many may come at once after a quiet spell (the bucket's size). */
   rateLimitBurst: number;
+  /** The same for each public key, whose bucket every browser visitor using it shares. */
+  publicRateLimitRps: number;
+  publicRateLimitBurst: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -32,6 +35,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps: intOr(env.LOYALTY_RATE_LIMIT_RPS, 100),
     rateLimitBurst: Math.max(1, intOr(env.LOYALTY_RATE_LIMIT_BURST, 200)),
+    publicRateLimitRps: intOr(env.LOYALTY_PUBLIC_RATE_LIMIT_RPS, intOr(env.LOYALTY_RATE_LIMIT_RPS, 100)),
+    publicRateLimitBurst: Math.max(1, intOr(env.LOYALTY_PUBLIC_RATE_LIMIT_BURST, intOr(env.LOYALTY_RATE_LIMIT_BURST, 200))),
   };
 }
 

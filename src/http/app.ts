@@ -54,8 +54,14 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
   app.use('/api/v1/*', authenticate);
-  const ratePolicy = { rps: services.config.rateLimitRps, burst: services.config.rateLimitBurst };
-  app.use('/api/v1/*', rateLimit(rateLimitStore(services.database, ratePolicy), ratePolicy, options.now));
+  const { config, database } = services;
+  const privatePolicy = { rps: config.rateLimitRps, burst: config.rateLimitBurst };
+  const publicPolicy = { rps: config.publicRateLimitRps, burst: config.publicRateLimitBurst };
+  const limits = {
+    private: { name: 'api-key', policy: privatePolicy, store: rateLimitStore(database, privatePolicy) },
+    public: { name: 'public-key', policy: publicPolicy, store: rateLimitStore(database, publicPolicy) },
+  };
+  app.use('/api/v1/*', rateLimit(limits, options.now));
   app.use(
     '/api/v1/*',
     bodyLimit({

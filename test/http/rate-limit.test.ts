@@ -7,8 +7,9 @@ import { createServices } from '../../src/services.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
 import { STORE_KIND } from '../support/test-database.js';
 
-// 10 tokens a second, at most 5 at once: one token every 100 ms of the injected clock.
-const limits = { rateLimitRps: 10, rateLimitBurst: 5 };
+// 10 tokens a second, at most 5 at once: one token every 100 ms of the injected clock. Public
+// keys: 20 a second, at most 8 at once.
+const limits = { rateLimitRps: 10, rateLimitBurst: 5, publicRateLimitRps: 20, publicRateLimitBurst: 8 };
 
 describe('rate limiting per API key', () => {
   let t: TestApp;
@@ -58,10 +59,12 @@ describe('rate limiting per API key', () => {
     const a = await t.business();
     const b = await t.business();
     expect(statuses(await burst(a.private_key, 6))).toContain(429);
-    expect(statuses(await burst(a.public_key, 5))).toEqual([200, 200, 200, 200, 200]);
+    expect(statuses(await burst(a.public_key, 8))).toEqual(Array(8).fill(200));
     expect(statuses(await burst(b.private_key, 5))).toEqual([200, 200, 200, 200, 200]);
     const refused = await get(a.public_key);
     expect(refused.status).toBe(429);
+    // a public key has its own limit (LOYALTY_PUBLIC_RATE_LIMIT_RPS / _BURST), named in the headers
+    expect(refused.headers.get('ratelimit-policy')).toBe('"public-key";q=8;w=1');
     // Public keys are for browsers: they can read the rate limit headers.
     expect(refused.headers.get('access-control-expose-headers')).toContain('RateLimit');
   });

@@ -48,7 +48,7 @@ export interface TestAppOptions {
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const database = await openTestDatabase();
   // Rate limiting off by default: other files send far more than a burst with one key.
-  const config = { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, ...options.config };
+  const config = { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, publicRateLimitRps: 0, ...options.config };
   const services = await createServices({
     config,
     database,
