@@ -24,23 +24,77 @@ export interface Config {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const rateLimitRps = intSetting(env, 'LOYALTY_RATE_LIMIT_RPS', 100);
+  const rateLimitBurst = intSetting(env, 'LOYALTY_RATE_LIMIT_BURST', 200, { min: 1 });
   return {
-    port: intOr(env.PORT, 3000),
+    port: intSetting(env, 'PORT', 3000, { max: 65_535 }),
     host: env.HOST || '0.0.0.0',
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl: databaseUrlSetting(env),
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
     dataDir: path.resolve(env.LOYALTY_DATA_DIR || './data'),
-    logLevel: env.LOG_LEVEL || 'info',
-    readYourWritesTimeoutMs: intOr(env.LOYALTY_RYW_TIMEOUT_MS, 5000),
+    logLevel: logLevelSetting(env),
+    // setTimeout holds at most 2^31 - 1 ms; past that Node would wait 1 ms instead.
+    readYourWritesTimeoutMs: intSetting(env, 'LOYALTY_RYW_TIMEOUT_MS', 5000, { max: 2_147_483_647 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
-    rateLimitRps: intOr(env.LOYALTY_RATE_LIMIT_RPS, 100),
-    rateLimitBurst: Math.max(1, intOr(env.LOYALTY_RATE_LIMIT_BURST, 200)),
-    publicRateLimitRps: intOr(env.LOYALTY_PUBLIC_RATE_LIMIT_RPS, intOr(env.LOYALTY_RATE_LIMIT_RPS, 100)),
-    publicRateLimitBurst: Math.max(1, intOr(env.LOYALTY_PUBLIC_RATE_LIMIT_BURST, intOr(env.LOYALTY_RATE_LIMIT_BURST, 200))),
+    rateLimitRps,
+    rateLimitBurst,
+    publicRateLimitRps: intSetting(env, 'LOYALTY_PUBLIC_RATE_LIMIT_RPS', rateLimitRps),
+    publicRateLimitBurst: intSetting(env, 'LOYALTY_PUBLIC_RATE_LIMIT_BURST', rateLimitBurst, { min: 1 }),
   };
 }
 
-function intOr(value: string | undefined, fallback: number): number {
-  const n = Number(value);
-  return value && Number.isInteger(n) && n >= 0 ? n : fallback;
+/**
+ * A setting the service cannot start with. The message names the variable and says what it must
+ * be; it never repeats a `DATABASE_URL` (which may hold a password). The CLI prints it as one line
+ * and exits 2.
+ *
+ * @example
+ * loadConfig({ PORT: 'abc' }); // ConfigError: PORT must be an integer from 0 to 65535 (0: any free port); it is "abc".
+ */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** An unset or empty variable takes `fallback`; anything but a whole number in [min, max] is refused. */
+function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}): number {
+  const value = env[name]?.trim();
+  if (!value) return fallback;
+  // Decimal digits only: Number() would also take '0x10', '1e3' and ' '.
+  const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (Number.isSafeInteger(n) && n >= min && n <= max) return n;
+  const range = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `an integer from ${min} to ${max}`;
+  throw new ConfigError(name, `${name} must be ${range}${name === 'PORT' ? ' (0: any free port)' : ''}; it is ${JSON.stringify(value)}.`);
+}
+
+const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'];
+
+function logLevelSetting(env: NodeJS.ProcessEnv): string {
+  const level = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError('LOG_LEVEL', `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; it is ${JSON.stringify(level)}.`);
+  return level;
+}
+
+/** `postgres://` or `postgresql://` URLs only: what is not one would fail deep in the driver, with a stack trace. */
+function databaseUrlSetting(env: NodeJS.ProcessEnv): string | undefined {
+  const value = env.DATABASE_URL || undefined;
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+    // The driver decodes user name and password; a stray % would throw there.
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+    throw new ConfigError('DATABASE_URL', 'DATABASE_URL is not a PostgreSQL URL (postgres://user:password@host:5432/database); unset it to use the embedded store.');
+  }
+  return value;
 }

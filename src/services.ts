@@ -11,7 +11,7 @@ import { KeyedLock } from './commands/keyed-lock.js';
 import { snapshotStore } from './commands/snapshot-store.js';
 import { StateCache } from './commands/state-cache.js';
 import type { Config } from './config.js';
-import { type DatabaseHandle, openDatabase } from './db/database.js';
+import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
 import { accessQueries } from './projections/access/access-queries.js';
@@ -56,6 +56,7 @@ export async function createServices(options: ServicesOptions) {
   let database: DatabaseHandle;
   try {
     database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+    if (!options.database && config.databaseUrl) await assertReachable(database, config.databaseUrl);
     await migrateToLatest(database.db);
   } catch (error) {
     unlock();

@@ -1,5 +1,5 @@
 import { serve as listen } from '@hono/node-server';
-import type { Config } from '../config.js';
+import { type Config, ConfigError } from '../config.js';
 import { createApp } from '../http/app.js';
 import { createServices, type Services } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
@@ -16,6 +16,13 @@ export type ServeRole = (typeof SERVE_ROLES)[number];
  * requests finish, then close.
  */
 export async function serve(config: Config, role: ServeRole = 'all'): Promise<void> {
+  // Only one process may open an embedded store: an API without workers would never project.
+  if (role !== 'all' && !config.databaseUrl) {
+    throw new ConfigError(
+      'DATABASE_URL',
+      `--role ${role} needs a PostgreSQL server (DATABASE_URL): one process owns the embedded store (PGlite), so it cannot be split into API and workers; use --role all, or set DATABASE_URL.`,
+    );
+  }
   const services = await createServices({ config, projectionsElsewhere: role === 'api' });
   if (role !== 'api') {
     // Whether the store is new is read from the read models, so bring them up to the log first.

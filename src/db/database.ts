@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { Database } from './schema.js';
@@ -60,4 +60,26 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   });
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
   return { db, kind: 'pglite', close: () => db.destroy() };
+}
+
+/** The PostgreSQL server of `DATABASE_URL` did not answer at start; the message is one line naming the variable. */
+export class DatabaseUnreachable extends Error {
+  override name = 'DatabaseUnreachable';
+}
+
+/**
+ * Runs one query on a server just opened, so that a start against a server that is down, refuses
+ * the credentials or lacks the database fails with one line (closing the pool), not with a stack
+ * trace from the first migration. Names where it tried, never the password.
+ */
+export async function assertReachable(handle: DatabaseHandle, databaseUrl: string): Promise<void> {
+  try {
+    await sql`select 1`.execute(handle.db);
+  } catch (error) {
+    await handle.close().catch(() => {});
+    const url = new URL(databaseUrl);
+    const where = `${url.host || 'localhost'}${url.pathname.length > 1 ? url.pathname : ''}`;
+    const why = String((error as Error).message ?? error).replace(/\s+/g, ' ').trim();
+    throw new DatabaseUnreachable(`DATABASE_URL: cannot connect to PostgreSQL at ${where} (${why}).`);
+  }
 }

@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { freePort, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
+
+/** An embedded store's directory plus the settings under test (the child gets no other store settings). */
+const dirs: string[] = [];
+function storeWith(settings: Record<string, string>): ProcessStore {
+  const dir = mkdtempSync(path.join(tmpdir(), 'loyalty-settings-'));
+  dirs.push(dir);
+  return { env: { LOYALTY_DATA_DIR: dir, ...settings }, dispose: async () => {} };
+}
+
+afterAll(async () => {
+  await killAllProcesses();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** One line on stderr, no stack trace, nothing on stdout. */
+function expectOneLine(run: { stdout: string; stderr: string }, naming: string) {
+  expect(run.stdout).toBe('');
+  expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+  expect(run.stderr).toContain(naming);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+}
+
+describe('settings read at start', () => {
+  const invalid: Array<[string, string]> = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '3000.5'],
+    ['PORT', '0x10'],
+    ['LOYALTY_RYW_TIMEOUT_MS', 'soon'],
+    ['LOYALTY_RYW_TIMEOUT_MS', '99999999999'],
+    ['LOYALTY_RATE_LIMIT_RPS', '-5'],
+    ['LOYALTY_RATE_LIMIT_BURST', '0'],
+    ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
+    ['LOYALTY_PUBLIC_RATE_LIMIT_BURST', 'many'],
+    ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'localhost:5432'],
+    ['DATABASE_URL', 'postgres://user:pa%ss@host/db'],
+    ['DATABASE_URL', 'postgres://user:secret@[::1/db'],
+    ['DATABASE_URL', 'mysql://user@host/db'],
+  ];
+
+  it.each(invalid)('refuses %s=%j with a ConfigError naming the variable', (name, value) => {
+    let caught: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect(caught).toMatchObject({ variable: name, message: expect.stringContaining(name) });
+    // A DATABASE_URL may carry a password: never repeated.
+    if (name === 'DATABASE_URL') expect((caught as Error).message).not.toContain(value);
+  });
+
+  it('takes defaults for unset or empty variables, and valid values as given', () => {
+    expect(loadConfig({ PORT: '' })).toMatchObject({ port: 3000, logLevel: 'info', readYourWritesTimeoutMs: 5000, rateLimitBurst: 200 });
+    expect(loadConfig({ PORT: '0', LOYALTY_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' })).toMatchObject({ port: 0, rateLimitRps: 0, logLevel: 'silent' });
+    expect(loadConfig({ PORT: '65535', DATABASE_URL: 'postgresql://u:p@db.internal:6543/loyalty' })).toMatchObject({
+      port: 65535,
+      databaseUrl: 'postgresql://u:p@db.internal:6543/loyalty',
+    });
+    // The public-key limits follow the general ones unless set.
+    expect(loadConfig({ LOYALTY_RATE_LIMIT_RPS: '7', LOYALTY_RATE_LIMIT_BURST: '9' })).toMatchObject({ publicRateLimitRps: 7, publicRateLimitBurst: 9 });
+  });
+});
+
+describe.concurrent('loyalty serve and migrate refuse what they cannot start with', () => {
+  it.each([
+    ['serve', 'PORT', 'abc'],
+    ['serve', 'PORT', '70000'],
+    ['serve', 'LOYALTY_RATE_LIMIT_RPS', 'fast'],
+    ['serve', 'DATABASE_URL', 'postgres://user:secret@[::1/db'],
+    ['migrate', 'DATABASE_URL', 'not a url'],
+  ])('%s with %s=%j: exit 2, one line naming the variable', async (command, name, value) => {
+    const run = await runCli([command], storeWith({ [name]: value }));
+    expect(run.code, run.stderr).toBe(2);
+    expectOneLine(run, name);
+    expect(run.stderr).not.toContain('secret');
+  }, 60_000);
+
+  it.each(['serve', 'migrate'])('%s with a well-formed DATABASE_URL nobody answers: exit 1, one line naming it and where', async (command) => {
+    const port = await freePort();
+    const run = await runCli([command], storeWith({ DATABASE_URL: `postgres://loyalty:secret@127.0.0.1:${port}/loyalty` }));
+    expect(run.code, run.stderr).toBe(1);
+    expectOneLine(run, 'DATABASE_URL');
+    expect(run.stderr).toContain(`127.0.0.1:${port}`);
+    expect(run.stderr).not.toContain('secret');
+  }, 60_000);
+
+  it.each(['api', 'workers'])('serve --role %s on the embedded store: exit 2, saying a PostgreSQL server is needed', async (role) => {
+    const run = await runCli(['serve', '--role', role], storeWith({}));
+    expect(run.code, run.stderr).toBe(2);
+    expectOneLine(run, 'DATABASE_URL');
+    expect(run.stderr).toMatch(/PGlite/);
+  }, 60_000);
+});
