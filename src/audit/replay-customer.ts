@@ -1,4 +1,5 @@
 import { type CustomerEvent, customerDecider } from '../commands/customer/customer-decider.js';
+import { counted } from '../plural.js';
 import { ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../store/event-store.js';
 
@@ -69,5 +70,5 @@ export function formatStatement(customerId: string, lines: readonly StatementLin
   const numeric = new Set([0, 4, 5, 6]);
   const format = (cells: string[]) =>
     cells.map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [`Statement of customer ${customerId} (${lines.length} events)`, format(header), ...rows.map(format)].join('\n');
+  return [`Statement of customer ${customerId} (${counted(lines.length, 'event')})`, format(header), ...rows.map(format)].join('\n');
 }

@@ -1,9 +1,10 @@
-import { Presets, SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
+import { counted } from '../plural.js';
 import { formatProjectionStatus, projectionStatus } from '../projections/projection-status.js';
 import { PROJECTORS } from '../projections/projections.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import type { CliKit } from './cli-kit.js';
+import { rebuildProgressBar } from './progress-bar.js';
 
 /** `loyalty projections status | rebuild [NAME]`. */
 export function registerProjectionCommands(program: Command, kit: CliKit): void {
@@ -37,7 +38,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           // One pass over the log for all of them: each page is read once and applied to every copy.
           const names = chosen.map((p) => p.name).join(', ');
           const started = Date.now();
-          const bar = progressBar();
+          const bar = rebuildProgressBar();
           bar.start(1, 0, { projector: names, rate: 0 });
           const result = await rebuildProjections(services.db, services.store, chosen, {
             onProgress: ({ done, total }) => {
@@ -49,24 +50,11 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           const seconds = ((Date.now() - started) / 1000).toFixed(1);
           for (const projector of chosen) {
             process.stdout.write(
-              `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${result.events} events replayed in ${seconds} s, checkpoint ${result.checkpoint.globalPosition}.\n`,
+              `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${counted(result.events, 'event')} replayed in ${seconds} s, checkpoint ${result.checkpoint.globalPosition}.\n`,
             );
           }
         },
         { catchUp: false },
       ),
     );
-}
-
-/** On stderr, so stdout stays the command's output; cli-progress draws only on a terminal. */
-function progressBar(): SingleBar {
-  return new SingleBar(
-    {
-      stream: process.stderr,
-      format: '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}',
-      hideCursor: true,
-      etaBuffer: 50,
-    },
-    Presets.shades_classic,
-  );
 }

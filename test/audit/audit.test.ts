@@ -53,6 +53,18 @@ describe.sequential('audit verify and replay', () => {
     expect(formatAuditReport(report)).toMatch(/^Audit clean: \d+ events in \d+ streams, 2 customers;[^\n]*$/);
   });
 
+  it('counts in the singular for one: 1 event, 1 stream, 1 customer, 1 problem', async () => {
+    const one = { events: 1, streams: 1, customers: 1, breaks: [], drifts: [] };
+    expect(formatAuditReport(one)).toMatch(/^Audit clean: 1 event in 1 stream, 1 customer;/);
+    const drift = { customerId: 'cust_1', field: 'balance', log: 5, readModel: 4 };
+    expect(formatAuditReport({ ...one, drifts: [drift] })).toMatch(/^Audit found 1 problem \(checked 1 event in 1 stream, 1 customer\):\n/);
+    expect(formatAuditReport({ events: 2, streams: 3, customers: 0, breaks: [], drifts: [drift, drift] })).toMatch(
+      /^Audit found 2 problems \(checked 2 events in 3 streams, 0 customers\):\n/,
+    );
+    const registered = replayCustomer((await t.services.store.readStream(streams.customer(plain))).slice(0, 1));
+    expect(formatStatement(plain, registered)).toMatch(/^Statement of customer \S+ \(1 event\)\n/);
+  });
+
   it('replays a customer: every event with the balance, lifetime totals and tier after it', async () => {
     const statement = replayCustomer(await t.services.store.readStream(streams.customer(rich)));
     expect(statement.map((l) => [l.type, l.balance, l.lifetime_earned, l.lifetime_redeemed, l.tier?.name ?? null])).toEqual([

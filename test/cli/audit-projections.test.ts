@@ -65,7 +65,7 @@ describe.sequential('loyalty audit and loyalty projections', () => {
     const run = await runCli(['audit', 'verify'], store);
     expect(run.code, run.stderr).toBe(1);
     expect(run.stdout).toBe(
-      `Audit found 1 problem (checked ${run.stdout.match(/checked (\d+ events in \d+ streams)/)?.[1]}, 1 customers):\n` +
+      `Audit found 1 problem (checked ${run.stdout.match(/checked (\d+ events in \d+ streams)/)?.[1]}, 1 customer):\n` +
         `  drift         customer ${customer} lifetime_redeemed: log 30, read model 7\n`,
     );
   });
@@ -77,7 +77,7 @@ describe.sequential('loyalty audit and loyalty projections', () => {
 
     const verify = await runCli(['audit', 'verify', '--customer', customer], store);
     expect(verify.code, verify.stderr).toBe(0);
-    expect(verify.stdout).toMatch(/^Audit clean: \d+ events in 1 streams, 1 customers; every hash chain holds and the read models match the log\.\n$/);
+    expect(verify.stdout).toMatch(/^Audit clean: \d+ events in 1 stream, 1 customer; every hash chain holds and the read models match the log\.\n$/);
   });
 
   it('audit replay --json: the statement, each event with the state after it', async () => {
