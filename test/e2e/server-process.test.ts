@@ -78,7 +78,7 @@ describe('the server process', () => {
     const customers = await api(second.baseUrl, 'GET', '/api/v1/customers', { key: keys.privateKey! });
     expect(customers.status).toBe(200);
     expect(customers.body).toEqual([]);
-    const viaPublicKey = await api(second.baseUrl, 'GET', '/api/v1/customers', { key: keys.publicKey! });
+    const viaPublicKey = await api(second.baseUrl, 'GET', '/api/v1/tiers', { key: keys.publicKey! });
     expect(viaPublicKey.status).toBe(200);
   }, 120_000);
 
