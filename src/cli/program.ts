@@ -1,13 +1,15 @@
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import pino from 'pino';
 import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js';
+import { PLAN_LIMITS } from '../commands/business/business-decider.js';
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrations.js';
+import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
 import { registerAuditCommands } from './audit-commands.js';
 import type { CliKit } from './cli-kit.js';
 import { registerProjectionCommands } from './projection-commands.js';
-import { describeKeys, provisionBusiness } from './provision.js';
+import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js';
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
 
 const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
@@ -108,6 +110,24 @@ export function buildProgram(): Command {
           created_at: b.created_at.toISOString(),
         }));
         print(!!opts.json, rows, rows.map((b) => `${b.id}  ${b.plan.padEnd(9)}  ${b.name}`).join('\n') || 'No businesses.');
+      }),
+    );
+
+  businesses
+    .command('set-plan')
+    .description('move a business to another plan (a free business at its limit of customers needs unlimited to add more)')
+    .argument('<business_id>', 'the business')
+    .addArgument(new Argument('<plan>', 'the new plan').choices(['free', 'unlimited']))
+    .action((businessId: string, plan: 'free' | 'unlimited') =>
+      withServices(async (services) => {
+        if (!(await services.queries.access.business(businessId))) throw new CliError(`No business with id '${businessId}'.`);
+        const { changed, customers } = await setBusinessPlan(services, businessId, plan);
+        const limit = plan === 'free' ? `; the free plan allows ${PLAN_LIMITS.free}` : '';
+        process.stdout.write(
+          changed
+            ? `Business ${businessId} is now on the ${plan} plan (${counted(customers, 'customer')}${limit}).\n`
+            : `Business ${businessId} is already on the ${plan} plan; nothing changed.\n`,
+        );
       }),
     );
 

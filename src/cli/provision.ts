@@ -17,6 +17,17 @@ export async function provisionBusiness(services: Services, name: string, plan: 
   return { business_id: businessId, private_key: privateKey.key, public_key: publicKey.key };
 }
 
+/**
+ * `loyalty businesses set-plan`: moves a business to `plan`, counting its customers from the read
+ * models (caught up first by the CLI); false when it is on that plan already.
+ */
+export async function setBusinessPlan(services: Services, businessId: string, plan: Plan): Promise<{ changed: boolean; customers: number }> {
+  const customers = await services.queries.customers.count(businessId);
+  const ctx = { businessId, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+  const changed = await services.commands.businesses.setPlan(ctx, { plan, customerCount: customers });
+  return { changed, customers };
+}
+
 export function describeKeys(p: ProvisionedBusiness, heading: string): string {
   return [
     heading,

@@ -25,6 +25,15 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       'A new customer was counted against a limited plan (`free`: at most 1,000). Written only for businesses on such a plan, atomically with the customer\'s registration.',
     fields: { customer_count: 'Customers of the business after this one.' },
   },
+  BusinessPlanChanged: {
+    stream: 'business-{business_id}',
+    description:
+      'An operator moved the business to another plan (`loyalty businesses set-plan`): a free business at its limit can add customers again once unlimited, and one moved to free is held to the limit from its current number of customers.',
+    fields: {
+      customer_count:
+        'Customers of the business at the change (the read model\'s count, or the count on the stream if higher); a free plan counts on from it.',
+    },
+  },
   ApiKeyCreated: {
     stream: 'apikey-{key_id}',
     description: 'An API key was issued. The key itself is never stored: only its SHA-256 and a hint.',

@@ -19,6 +19,11 @@ const counted = (count: number): BusinessEvent => ({
   data: { customer_id: `cust_${count}`, customer_count: count },
 });
 const countCustomer = (customerId = 'cust_new'): BusinessCommand => ({ type: 'CountCustomer', customerId });
+const changePlan = (plan: Plan, customerCount: number): BusinessCommand => ({ type: 'ChangePlan', businessId: 'biz_1', plan, customerCount });
+const planChanged = (plan: Plan, previous: Plan, count: number): BusinessEvent => ({
+  type: 'BusinessPlanChanged',
+  data: { plan, previous_plan: previous, customer_count: count },
+});
 
 describe('business decider', () => {
   it('creates a business on its plan', () => {
@@ -87,5 +92,32 @@ describe('business decider', () => {
       }),
       { numRuns: 300, examples: [[1000], [1001]] },
     );
+  });
+
+  it('moves a free business at its limit to unlimited, after which it counts customers past the limit', () => {
+    given(created('free'), counted(1000)).when(changePlan('unlimited', 1000)).then([planChanged('unlimited', 'free', 1000)]);
+    given(created('free'), counted(1000), planChanged('unlimited', 'free', 1000)).when(countCustomer()).then([
+      { type: 'BusinessCustomerCounted', data: { customer_id: 'cust_new', customer_count: 1001 } },
+    ]);
+  });
+
+  it('moves an unlimited business to free with the customers it has, and holds it to the limit from there', () => {
+    // An unlimited business counts nothing on its stream: the caller's count is the one that holds.
+    given(created('unlimited')).when(changePlan('free', 1500)).then([planChanged('free', 'unlimited', 1500)]);
+    given(created('unlimited'), planChanged('free', 'unlimited', 1500)).when(countCustomer()).thenThrows('plan_limit_reached', 403);
+    given(created('unlimited'), planChanged('free', 'unlimited', 998)).when(countCustomer()).then([
+      { type: 'BusinessCustomerCounted', data: { customer_id: 'cust_new', customer_count: 999 } },
+    ]);
+    // A count behind the stream's own (a read model lagging) never lowers it.
+    given(created('free'), counted(1000), planChanged('unlimited', 'free', 1000)).when(changePlan('free', 990)).then([
+      planChanged('free', 'unlimited', 1000),
+    ]);
+    expect(fold(businessDecider, [created('unlimited'), planChanged('free', 'unlimited', 7)])).toEqual({ exists: true, plan: 'free', customerCount: 7 });
+  });
+
+  it('decides nothing for the plan a business is on, and refuses an unknown business with not_found', () => {
+    given(created('free'), counted(12)).when(changePlan('free', 12)).then([]);
+    given(created('unlimited')).when(changePlan('unlimited', 3)).then([]);
+    given().when(changePlan('unlimited', 0)).thenThrows('not_found', 404);
   });
 });

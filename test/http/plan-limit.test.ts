@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ProvisionedBusiness, setBusinessPlan } from '../../src/cli/provision.js';
 import { streams } from '../../src/commands/streams.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -6,6 +7,8 @@ const FREE_LIMIT = 1000;
 
 describe('plan limit on customers', () => {
   let t: TestApp;
+  /** The free business the first case fills to its limit (the next cases need one full: filling takes seconds). */
+  let full: ProvisionedBusiness | undefined;
   beforeAll(async () => {
     t = await startTestApp();
   });
@@ -43,7 +46,8 @@ describe('plan limit on customers', () => {
 
   // About 1,000 serialized creations: typically 10–25 s. The generous timeout is not a speed check.
   it('lets a free business create 1,000 customers, lets exactly 5 of 20 racing past 995 through, and refuses the 1,001st', async () => {
-    const { private_key: key } = await t.business('free');
+    full = await t.business('free');
+    const { private_key: key } = full;
 
     // Failed creations (a taken e-mail, an invalid body) must not use up plan room.
     expect((await createCustomer(key, 'free-0@example.com')).status).toBe(201);
@@ -85,6 +89,47 @@ describe('plan limit on customers', () => {
     const patched = await t.request('PATCH', `/api/v1/customers/${won[0]!.body.id}`, { key, body: { first_name: 'Still' } });
     expect(patched.status).toBe(200);
   }, 120_000);
+
+  it('lets a free business at its limit add customers once set-plan moves it to unlimited; set-plan free holds it to the limit again', async () => {
+    expect(full, 'needs the business the first case filled').toBeDefined();
+    const { business_id: businessId, private_key: key } = full!;
+    const plan = async () => (await t.services.queries.access.business(businessId))?.plan;
+    expect((await createCustomer(key, 'before-upgrade@example.com')).status).toBe(403);
+
+    // What `loyalty businesses set-plan BUSINESS_ID unlimited` runs.
+    expect(await setBusinessPlan(t.services, businessId, 'unlimited')).toEqual({ changed: true, customers: FREE_LIMIT });
+    expect(await plan()).toBe('unlimited');
+    const upgraded = await Promise.all(Array.from({ length: 3 }, (_, i) => createCustomer(key, `after-upgrade-${i}@example.com`)));
+    expect(upgraded.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(await countCustomers(key)).toBe(FREE_LIMIT + 3);
+    // Once there, the same plan again writes nothing.
+    expect(await setBusinessPlan(t.services, businessId, 'unlimited')).toEqual({ changed: false, customers: FREE_LIMIT + 3 });
+
+    // Back to free: counted from the 1,003 it has, so it is over the limit and adds none.
+    expect(await setBusinessPlan(t.services, businessId, 'free')).toEqual({ changed: true, customers: FREE_LIMIT + 3 });
+    expect(await t.services.queries.access.business(businessId)).toMatchObject({ plan: 'free', customer_count: FREE_LIMIT + 3 });
+    const refused = await createCustomer(key, 'after-downgrade@example.com');
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('plan_limit_reached');
+    expect(await countCustomers(key)).toBe(FREE_LIMIT + 3);
+
+    const changes = (await t.services.store.readStream(streams.business(businessId)))
+      .filter((e) => e.type === 'BusinessPlanChanged')
+      .map((e) => e.data);
+    expect(changes).toEqual([
+      { plan: 'unlimited', previous_plan: 'free', customer_count: FREE_LIMIT },
+      { plan: 'free', previous_plan: 'unlimited', customer_count: FREE_LIMIT + 3 },
+    ]);
+  });
+
+  it('moves an unlimited business with few customers to free, counting on from the customers it has', async () => {
+    const business = await t.business('unlimited');
+    const created = await Promise.all(Array.from({ length: 4 }, (_, i) => createCustomer(business.private_key, `few-${i}@example.com`)));
+    expect(created.map((r) => r.status)).toEqual(Array(4).fill(201));
+    expect(await setBusinessPlan(t.services, business.business_id, 'free')).toEqual({ changed: true, customers: 4 });
+    expect((await createCustomer(business.private_key, 'fifth@example.com')).status).toBe(201);
+    expect(await t.services.queries.access.business(business.business_id)).toMatchObject({ plan: 'free', customer_count: 5 });
+  });
 
   it('keeps the limit per business: a full free business does not stop another free business', async () => {
     // The business of the case above is full; a new free business still starts at zero.

@@ -3,11 +3,13 @@ import type { EventOf } from '../../events/catalogue.js';
 import type { Plan } from '../../events/business-events.js';
 import type { Decider } from '../decider.js';
 
-export type BusinessEvent = EventOf<'BusinessCreated' | 'BusinessCustomerCounted'>;
+export type BusinessEvent = EventOf<'BusinessCreated' | 'BusinessCustomerCounted' | 'BusinessPlanChanged'>;
 
 export type BusinessCommand =
   | { type: 'CreateBusiness'; businessId: string; name: string; plan: Plan }
-  | { type: 'CountCustomer'; customerId: string };
+  | { type: 'CountCustomer'; customerId: string }
+  /** `customerCount`: the customers the business has now, counted by the caller (an unlimited plan counts none on the stream). */
+  | { type: 'ChangePlan'; businessId: string; plan: Plan; customerCount: number };
 
 export interface BusinessState {
   exists: boolean;
@@ -27,6 +29,8 @@ export const businessDecider: Decider<BusinessCommand, BusinessState, BusinessEv
         return { ...state, exists: true, plan: event.data.plan };
       case 'BusinessCustomerCounted':
         return { ...state, customerCount: event.data.customer_count };
+      case 'BusinessPlanChanged':
+        return { ...state, plan: event.data.plan, customerCount: event.data.customer_count };
       default: {
         const exhaustive: never = event;
         return exhaustive;
@@ -45,6 +49,13 @@ export const businessDecider: Decider<BusinessCommand, BusinessState, BusinessEv
         return [
           { type: 'BusinessCustomerCounted', data: { customer_id: command.customerId, customer_count: state.customerCount + 1 } },
         ];
+      }
+      case 'ChangePlan': {
+        if (!state.exists) throw errors.notFound('not_found', 'business', command.businessId);
+        if (state.plan === command.plan) return [];
+        // Customers are never removed, so the higher of the two counts is the closer one.
+        const customerCount = Math.max(state.customerCount, command.customerCount);
+        return [{ type: 'BusinessPlanChanged', data: { plan: command.plan, previous_plan: state.plan, customer_count: customerCount } }];
       }
       default: {
         const exhaustive: never = command;

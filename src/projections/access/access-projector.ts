@@ -12,13 +12,17 @@ import type { Projector } from '../projector.js';
 export const accessProjector: Projector = {
   name: 'access',
   tables: ['businesses', 'api_keys'],
-  handles: new Set<EventType>(['BusinessCreated', 'BusinessCustomerCounted', 'ApiKeyCreated', 'ApiKeyRevoked']),
+  handles: new Set<EventType>(['BusinessCreated', 'BusinessCustomerCounted', 'BusinessPlanChanged', 'ApiKeyCreated', 'ApiKeyRevoked']),
 
   async applyBatch(events, trx) {
     const counts = new Map<string, number>();
     for (const event of events) {
       if (event.type === 'BusinessCustomerCounted') counts.set(event.metadata.business_id, (event.data as EventData<'BusinessCustomerCounted'>).customer_count);
-      else await applyOne(event, trx);
+      else {
+        await applyOne(event, trx);
+        // Its count supersedes the ones before it in this batch.
+        if (event.type === 'BusinessPlanChanged') counts.delete(event.metadata.business_id);
+      }
     }
     if (counts.size === 0) return;
     await sql`update businesses b set customer_count = x.customer_count
@@ -34,6 +38,15 @@ async function applyOne(event: StoredEvent, trx: Transaction<Database>): Promise
       await trx
         .insertInto('businesses')
         .values({ id: data.business_id, name: data.name, plan: data.plan, customer_count: 0, created_at: event.recordedAt })
+        .execute();
+      return;
+    }
+    case 'BusinessPlanChanged': {
+      const data = event.data as EventData<'BusinessPlanChanged'>;
+      await trx
+        .updateTable('businesses')
+        .set({ plan: data.plan, customer_count: data.customer_count })
+        .where('id', '=', event.metadata.business_id)
         .execute();
       return;
     }

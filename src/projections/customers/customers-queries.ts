@@ -70,6 +70,16 @@ export function customerQueries(db: Kysely<Database>) {
       };
     },
 
+    /** How many customers the business has (`loyalty businesses set-plan` counts a free plan on from it). */
+    async count(businessId: string): Promise<number> {
+      const row = await db
+        .selectFrom('customers')
+        .select((eb) => eb.fn.countAll<string | number>().as('n'))
+        .where('business_id', '=', businessId)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
     get(businessId: string, customerId: string): Promise<CustomerRow | undefined> {
       return db.selectFrom('customers').selectAll().where('business_id', '=', businessId).where('id', '=', customerId).executeTakeFirst();
     },
