@@ -1,6 +1,7 @@
 import { serve as listen } from '@hono/node-server';
 import { type Config, ConfigError } from '../config.js';
 import { createApp } from '../http/app.js';
+import { answerClientErrors } from '../http/client-error.js';
 import { createServices, type Services } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
@@ -50,6 +51,9 @@ export async function serve(config: Config, role: ServeRole = 'all'): Promise<vo
     services.logger.info({ port: info.port, host: config.host, store: services.database.kind }, 'loyalty API listening');
     process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${info.port}\n`);
   });
+
+  // A request Node cannot parse (oversized headers, broken framing) gets a JSON error too.
+  answerClientErrors(server, services.logger);
 
   stopOnSignal(services, (done) => server.close(done));
 }

@@ -10,6 +10,7 @@ import {
   startServer,
   untilRefused,
 } from './process-helpers.js';
+import { rawRequest } from '../support/raw-http.js';
 
 /** Stores made by a test, dropped after it (once its processes are gone). */
 const stores: ProcessStore[] = [];
@@ -126,6 +127,25 @@ describe('the server process', () => {
       ['deduct', 20],
       ['earn', 120],
     ]);
+  }, 120_000);
+
+  it('answers requests its HTTP parser refuses with JSON errors and a request id: 431 for a 20 KB header, 400 for broken framing', async () => {
+    const server = await startServer(await newStore());
+    const cases = [
+      { bytes: `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`, status: 431, code: 'headers_too_large' },
+      { bytes: 'POST /api/v1/customers HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', status: 400, code: 'bad_request' },
+    ];
+    for (const { bytes, status, code } of cases) {
+      const response = await rawRequest(server.port, bytes);
+      expect(response.status).toBe(status);
+      expect(response.headers['content-type']).toBe('application/json');
+      const body = JSON.parse(response.body);
+      expect(body).toEqual({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
+      expect(response.headers['x-request-id']).toBe(body.request_id);
+      expect(response.closed).toBe(true);
+    }
+    // And the process serves on.
+    expect((await api(server.baseUrl, 'GET', '/healthz')).status).toBe(200);
   }, 120_000);
 
   it('exits with code 0 on SIGTERM after finishing the request in flight, whose write survives a restart', async () => {
