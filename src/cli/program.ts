@@ -3,6 +3,8 @@ import pino from 'pino';
 import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js';
 import { PLAN_LIMITS } from '../commands/business/business-decider.js';
 import { loadConfig } from '../config.js';
+import { ApiError } from '../errors.js';
+import type { CommandContext } from '../events/metadata.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
@@ -185,12 +187,19 @@ export function buildProgram(): Command {
     );
   keys
     .command('revoke <key_id>')
-    .action((keyId: string) =>
+    .option('--force', 'revoke it even if it is the business’s last active private key with keys:write')
+    .action((keyId: string, opts: { force?: boolean }) =>
       withServices(async (services) => {
         const key = (await services.queries.access.allKeys()).find((k) => k.id === keyId);
         if (!key) throw new CliError(`No key with id '${keyId}'.`);
         const ctx = { businessId: key.business_id, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
-        await services.commands.apiKeys.revoke(ctx, keyId);
+        const revoke: (c: CommandContext, id: string, options: { force: boolean }) => Promise<void> = services.commands.apiKeys.revoke;
+        try {
+          await revoke(ctx, keyId, { force: !!opts.force });
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'last_private_key') throw new CliError(`${error.message} Use --force to revoke it anyway.`);
+          throw error;
+        }
         process.stdout.write(`Revoked ${keyId}.\n`);
       }),
     );
