@@ -3,9 +3,9 @@ import pino from 'pino';
 import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js';
 import { PLAN_LIMITS } from '../commands/business/business-decider.js';
 import { loadConfig } from '../config.js';
+import { migrateToLatest } from '../db/migrations.js';
 import { ApiError } from '../errors.js';
 import type { CommandContext } from '../events/metadata.js';
-import { migrateToLatest } from '../db/migrations.js';
 import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
 import { registerAuditCommands } from './audit-commands.js';
@@ -193,6 +193,7 @@ export function buildProgram(): Command {
         const key = (await services.queries.access.allKeys()).find((k) => k.id === keyId);
         if (!key) throw new CliError(`No key with id '${keyId}'.`);
         const ctx = { businessId: key.business_id, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+        // The revoke command's options, as far as the CLI uses them.
         const revoke: (c: CommandContext, id: string, options: { force: boolean }) => Promise<void> = services.commands.apiKeys.revoke;
         try {
           await revoke(ctx, keyId, { force: !!opts.force });
