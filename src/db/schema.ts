@@ -210,7 +210,8 @@ export interface WebhookMessagesTable {
   /** The domain event it came from (null for test sends); with the webhook, unique. */
   source_event_id: string | null;
   payload: string;
-  status: 'pending' | 'delivered' | 'failed';
+  /** `cancelled`: its endpoint was deleted or disabled before it was delivered. */
+  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
   attempts: number;
   next_attempt_at: Timestamp;
   locked_until: Timestamp | null;

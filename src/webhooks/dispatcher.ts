@@ -53,7 +53,10 @@ export class WebhookDispatcher {
   ) {
     this.now = options.now ?? (() => new Date());
     this.fetch = options.fetch ?? webhookFetch(options.allowPrivate);
-    this.loop = new BackgroundLoop(async () => (await this.runOnce()) > 0, {
+    this.loop = new BackgroundLoop(async () => {
+      const { attempted, cancelled } = await this.pass();
+      return attempted + cancelled > 0;
+    }, {
       pollMs: options.pollMs ?? 250,
       onError: (error) => options.logger?.error({ err: error }, 'webhook dispatch failed; will retry'),
     });
@@ -74,29 +77,51 @@ export class WebhookDispatcher {
 
   /** Delivers every message due now (one batch); returns how many were attempted. */
   async runOnce(): Promise<number> {
-    const claimed = await this.claim();
-    await Promise.all(claimed.map((message) => this.deliver(message)));
-    return claimed.length;
+    return (await this.pass()).attempted;
   }
 
-  private async claim(): Promise<Claimed[]> {
+  /** One batch: what it attempted, and how many due messages it cancelled instead. */
+  private async pass(): Promise<{ attempted: number; cancelled: number }> {
+    const { claimed, cancelled } = await this.claim();
+    await Promise.all(claimed.map((message) => this.deliver(message)));
+    return { attempted: claimed.length, cancelled };
+  }
+
+  /**
+   * Takes the due messages of one batch. A due message whose endpoint is deleted or disabled is
+   * not attempted but cancelled here: the projector cancels an endpoint's messages when it stops,
+   * but a message queued in a race with that (a test send) would otherwise wait for ever.
+   */
+  private async claim(): Promise<{ claimed: Claimed[]; cancelled: number }> {
     const now = this.now();
-    const result = await sql<Claimed>`
-      update webhook_messages m
-         set locked_until = ${new Date(now.getTime() + CLAIM_MS)}
-        from webhook_endpoints e
-       where m.id in (
-               select m2.id from webhook_messages m2
-                 join webhook_endpoints e2 on e2.id = m2.webhook_id and e2.active
-                where m2.status = 'pending'
-                  and m2.next_attempt_at <= ${now}
-                  and (m2.locked_until is null or m2.locked_until < ${now})
-                order by m2.next_attempt_at
-                limit ${this.options.batchSize ?? 20}
-                  for update of m2 skip locked)
-         and e.id = m.webhook_id
-      returning m.id, m.webhook_id, m.business_id, e.url, m.payload, m.attempts`.execute(this.db);
-    return result.rows;
+    const result = await sql<Claimed & { claimed: boolean }>`
+      with due as (
+             select m.id, coalesce(e.active, false) as active
+               from webhook_messages m
+               left join webhook_endpoints e on e.id = m.webhook_id
+              where m.status = 'pending'
+                and m.next_attempt_at <= ${now}
+                and (m.locked_until is null or m.locked_until < ${now})
+              order by m.next_attempt_at
+              limit ${this.options.batchSize ?? 20}
+                for update of m skip locked),
+           cancelled as (
+             update webhook_messages m
+                set status = 'cancelled', locked_until = null
+               from due
+              where m.id = due.id and not due.active
+             returning m.id),
+           claimed as (
+             update webhook_messages m
+                set locked_until = ${new Date(now.getTime() + CLAIM_MS)}
+               from due, webhook_endpoints e
+              where m.id = due.id and due.active and e.id = m.webhook_id
+             returning m.id, m.webhook_id, m.business_id, e.url, m.payload, m.attempts)
+      select true as claimed, id, webhook_id, business_id, url, payload, attempts from claimed
+      union all
+      select false, id, null, null, null, null, null from cancelled`.execute(this.db);
+    const claimed = result.rows.filter((row) => row.claimed).map(({ claimed: _, ...message }) => message);
+    return { claimed, cancelled: result.rows.length - claimed.length };
   }
 
   private async deliver(message: Claimed): Promise<void> {
@@ -130,6 +155,7 @@ export class WebhookDispatcher {
     const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const attempts = message.attempts + 1;
     const retryAt = delivered || statusCode === 410 ? null : nextAttemptAt(attempts, now);
+    const outcome = delivered ? 'delivered' : retryAt ? 'pending' : 'failed';
     await this.db.transaction().execute(async (trx) => {
       await trx
         .insertInto('webhook_attempts')
@@ -150,7 +176,9 @@ export class WebhookDispatcher {
         .set({
           attempts,
           locked_until: null,
-          status: delivered ? 'delivered' : retryAt ? 'pending' : 'failed',
+          // Cancelled while this attempt was in flight (its endpoint was deleted or disabled): it
+          // stays cancelled, no retry; unless this very attempt was delivered.
+          status: delivered ? outcome : sql<typeof outcome | 'cancelled'>`case when status = 'cancelled' then 'cancelled' else ${outcome} end`,
           ...(delivered ? { delivered_at: now } : {}),
           ...(retryAt ? { next_attempt_at: retryAt } : {}),
         })

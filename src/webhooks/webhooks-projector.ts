@@ -12,7 +12,8 @@ import { webhookPayloadOf } from './webhook-payloads.js';
  * The webhook reactor: keeps `webhook_endpoints` and turns every announced event into one
  * `webhook_messages` row per subscribed endpoint, in the same transaction as its checkpoint — so a
  * message is queued exactly once, whatever crashes. Endpoints are read from its own table, in
- * event order, so a webhook created before an event always hears of it.
+ * event order, so a webhook created before an event always hears of it. When an endpoint is
+ * deleted or disabled, its pending messages end `cancelled` (CONTRACT.md §10): they leave the queue.
  */
 export const webhooksProjector: Projector = {
   name: 'webhooks',
@@ -45,7 +46,14 @@ export const webhooksProjector: Projector = {
     const endpoints = new Map<string, Endpoint>(rows.map((r) => [r.id, { ...r }]));
     const messages: Record<string, unknown>[] = [];
     for (const event of events) {
-      if (await applyEndpointEvent(event, trx, endpoints)) continue;
+      const outcome = await applyEndpointEvent(event, trx, endpoints);
+      if (outcome === 'stopped') {
+        // The batch's messages so far go in first, so that the cancellation covers them too
+        // (and spares those queued after a re-enable later in the batch).
+        await insertMessages(trx, messages.splice(0));
+        await cancelPendingMessages(trx, streams.webhookIdOf(event.streamId));
+      }
+      if (outcome !== 'other') continue;
       const payload = webhookPayloadOf(event);
       if (!payload) continue;
       const businessId = event.metadata.business_id;
@@ -64,12 +72,30 @@ export const webhooksProjector: Projector = {
         });
       }
     }
-    await insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {
-      also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
-      onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
-    });
+    await insertMessages(trx, messages);
   },
 };
+
+function insertMessages(trx: Transaction<Database>, messages: readonly Record<string, unknown>[]): Promise<void> {
+  return insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {
+    also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
+    onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
+  });
+}
+
+/**
+ * The endpoint was deleted or disabled: its messages still waiting (queued, or between retries)
+ * end `cancelled`, in one statement. A message whose attempt is in flight is cancelled too; the
+ * dispatcher records that attempt and leaves it cancelled unless it was delivered.
+ */
+async function cancelPendingMessages(trx: Transaction<Database>, webhookId: string): Promise<void> {
+  await trx
+    .updateTable('webhook_messages')
+    .set({ status: 'cancelled', locked_until: null })
+    .where('webhook_id', '=', webhookId)
+    .where('status', '=', 'pending')
+    .execute();
+}
 
 interface Endpoint {
   id: string;
@@ -89,8 +115,16 @@ const MESSAGE_COLUMNS = {
   created_at: 'timestamptz',
 };
 
-/** Applies an endpoint event to the table and to `endpoints`; false for any other event. */
-async function applyEndpointEvent(event: StoredEvent, trx: Transaction<Database>, endpoints: Map<string, Endpoint>): Promise<boolean> {
+/**
+ * Applies an endpoint event to the table and to `endpoints`: 'stopped' when the endpoint no longer
+ * receives deliveries (deleted, or disabled), 'applied' for other endpoint events, 'other' for any
+ * other event.
+ */
+async function applyEndpointEvent(
+  event: StoredEvent,
+  trx: Transaction<Database>,
+  endpoints: Map<string, Endpoint>,
+): Promise<'stopped' | 'applied' | 'other'> {
   const at = event.recordedAt;
   switch (event.type) {
     case 'WebhookCreated': {
@@ -111,7 +145,7 @@ async function applyEndpointEvent(event: StoredEvent, trx: Transaction<Database>
         })
         .execute();
       endpoints.set(w.webhook_id, { id: w.webhook_id, business_id: w.business_id, events: w.events, active: true });
-      return true;
+      return 'applied';
     }
     case 'WebhookUpdated': {
       const { reason, ...changes } = event.data as EventData<'WebhookUpdated'>;
@@ -128,7 +162,7 @@ async function applyEndpointEvent(event: StoredEvent, trx: Transaction<Database>
       const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
       if (endpoint && changes.events !== undefined) endpoint.events = changes.events;
       if (endpoint && changes.active !== undefined) endpoint.active = changes.active;
-      return true;
+      return changes.active === false ? 'stopped' : 'applied';
     }
     case 'WebhookDeleted': {
       await trx
@@ -138,8 +172,8 @@ async function applyEndpointEvent(event: StoredEvent, trx: Transaction<Database>
         .execute();
       const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
       if (endpoint) endpoint.active = false;
-      return true;
+      return 'stopped';
     }
   }
-  return false;
+  return 'other';
 }

@@ -79,4 +79,36 @@ describe('webhooks reactor, one batch', () => {
       { id: 'whk_other', events: ['*'], active: true },
     ]);
   });
+
+  it('cancels in one batch the messages queued before a disable or delete, and spares those after a re-enable', async () => {
+    const business = 'biz_stops';
+    const customer = 'cus_stops';
+    const earnedHere = (transaction: string, balance: number) => {
+      const e = earned(transaction, balance);
+      return { ...e, metadata: { ...e.metadata, business_id: business } };
+    };
+    const writes = [
+      { stream: streams.webhook('whk_c'), events: [created('whk_c', ['*'], business)] },
+      { stream: streams.webhook('whk_d'), events: [created('whk_d', ['*'], business)] },
+      { stream: streams.customer(customer), events: [earnedHere('txn_c1', 1)] },
+      { stream: streams.webhook('whk_c'), events: [event('WebhookUpdated', { active: false }, business)] },
+      { stream: streams.webhook('whk_d'), events: [event('WebhookDeleted', {}, business)] },
+      { stream: streams.webhook('whk_c'), events: [event('WebhookUpdated', { active: true }, business)] },
+      { stream: streams.customer(customer), events: [earnedHere('txn_c2', 2)] },
+    ];
+    for (const { stream, events } of writes) await store.append([{ stream, expected: 'any', events }]);
+    await new ProjectionRunner(handle.db, store, webhooksProjector, { batchSize: 1000 }).catchUp();
+
+    const messages = await handle.db
+      .selectFrom('webhook_messages')
+      .select(['webhook_id', 'status', 'payload'])
+      .where('business_id', '=', business)
+      .orderBy('seq')
+      .execute();
+    expect(messages.map((m) => `${m.webhook_id} ${(JSON.parse(m.payload) as { data: { transaction_id: string } }).data.transaction_id} ${m.status}`)).toEqual([
+      'whk_c txn_c1 cancelled', // disabled after it was queued
+      'whk_d txn_c1 cancelled', // deleted after it was queued
+      'whk_c txn_c2 pending', // enabled again before this one
+    ]);
+  });
 });

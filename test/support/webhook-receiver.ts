@@ -12,9 +12,10 @@ export type Reply = { status: number; body?: string; headers?: Record<string, st
 
 /**
  * A real HTTP receiver on 127.0.0.1. `reply(n, request)` decides the answer to the n-th request
- * (1-based): a status (and body, headers), or 'hang' to never answer.
+ * (1-based): a status (and body, headers), or 'hang' to never answer. It may return a promise: the
+ * answer waits for it (a test acts while the attempt is in flight, then lets it end).
  */
-export async function startReceiver(reply: (n: number, request: Received) => Reply = () => ({ status: 200 })) {
+export async function startReceiver(reply: (n: number, request: Received) => Reply | Promise<Reply> = () => ({ status: 200 })) {
   const received: Received[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -30,11 +31,12 @@ export async function startReceiver(reply: (n: number, request: Received) => Rep
       }
       const request = { headers, body, payload };
       received.push(request);
-      const answer = reply(received.length, request);
-      if (answer === 'hang') return;
-      const send = () => res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? 'ok');
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
-      else send();
+      void Promise.resolve(reply(received.length, request)).then((answer) => {
+        if (answer === 'hang') return;
+        const send = () => res.writeHead(answer.status, { 'content-type': 'text/plain', ...answer.headers }).end(answer.body ?? 'ok');
+        if (answer.delayMs) setTimeout(send, answer.delayMs);
+        else send();
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -32,7 +32,7 @@ describe('webhook delivery', () => {
     await Promise.all(receivers.splice(0).map((r) => r.close()));
   });
 
-  async function receiver(reply?: (n: number, request: Received) => Reply) {
+  async function receiver(reply?: (n: number, request: Received) => Reply | Promise<Reply>) {
     const r = await startReceiver(reply);
     receivers.push(r);
     return r;
@@ -69,6 +69,20 @@ describe('webhook delivery', () => {
       next_attempt_at: string | null;
     }>;
   }
+
+  /** `loyalty_webhook_queue_depth` as /metrics reports it now. */
+  async function queueDepth() {
+    const metrics = await t.request('GET', '/metrics');
+    const depth = /^loyalty_webhook_queue_depth (\d+)$/m.exec(metrics.text)?.[1];
+    expect(depth, metrics.text).toBeDefined();
+    return Number(depth);
+  }
+
+  /** The queue's rows for one endpoint, oldest first (a deleted endpoint has no deliveries list). */
+  const messagesOf = (webhookId: string) =>
+    t.services.db.selectFrom('webhook_messages').select(['id', 'status', 'attempts']).where('webhook_id', '=', webhookId).orderBy('seq').execute();
+  const attemptsOf = async (webhookId: string) =>
+    Number((await t.services.db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll().as('n')).where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()).n);
 
   /** One dispatcher pass with the clock at `at` (default: the real time now, when every new message is due). */
   async function dispatchAt(at: Date | number = new Date()) {
@@ -495,6 +509,137 @@ describe('webhook delivery', () => {
       expect(excerpt.length).toBeGreaterThanOrEqual(300);
       expect(excerpt.length).toBeLessThan(long.length);
       expect(long.startsWith(excerpt)).toBe(true);
+    });
+  });
+
+  describe('deleted and disabled endpoints', () => {
+    // Every test starts with an empty queue: afterEach deletes the endpoints of the test before.
+    it('cancels the queued messages of a deleted endpoint: none is sent, and they leave the queue and its gauge', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver();
+      const { id } = await createWebhook(key, r.url, ['*']);
+      expect(await queueDepth()).toBe(0);
+      const customerId = await newCustomer(key);
+      await transact(key, customerId, { type: 'earn', amount: 10 });
+      expect((await messagesOf(id)).map((m) => m.status)).toEqual(['pending', 'pending']);
+      expect(await queueDepth()).toBe(2);
+
+      await api(key, 'DELETE', `/api/v1/webhooks/${id}`);
+      expect((await messagesOf(id)).map((m) => m.status)).toEqual(['cancelled', 'cancelled']);
+      expect(await queueDepth()).toBe(0);
+
+      const start = Date.now();
+      for (const at of [start, start + 5 * SECOND, start + 48 * HOUR]) await dispatchAt(at);
+      expect(r.received).toEqual([]);
+      expect(await attemptsOf(id)).toBe(0);
+      expect((await messagesOf(id)).map((m) => m.status)).toEqual(['cancelled', 'cancelled']);
+    });
+
+    it('a delete while messages wait for a retry cancels them: no further attempt, the gauge back to 0', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver(() => ({ status: 500, body: 'down' }));
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      for (let i = 0; i < 3; i++) await newCustomer(key);
+      const start = Date.now();
+      await dispatchAt(start);
+      expect(r.received).toHaveLength(3);
+      const waiting = await deliveries(key, id);
+      expect(waiting.map((d) => [d.attempt, d.message_status, d.next_attempt_at])).toEqual(
+        Array.from({ length: 3 }, () => [1, 'pending', new Date(start + 5 * SECOND).toISOString()]),
+      );
+      expect(await queueDepth()).toBe(3);
+
+      await api(key, 'DELETE', `/api/v1/webhooks/${id}`);
+      expect((await messagesOf(id)).map((m) => [m.status, m.attempts])).toEqual(Array.from({ length: 3 }, () => ['cancelled', 1]));
+      expect(await queueDepth()).toBe(0);
+
+      for (const delay of SCHEDULE) await dispatchAt(start + delay + SECOND);
+      await dispatchAt(start + 7 * 24 * HOUR);
+      expect(r.received).toHaveLength(3);
+      expect(await attemptsOf(id)).toBe(3);
+    });
+
+    it('disabling (PATCH active: false) cancels waiting messages, the deliveries list says so, and enabling again does not revive them', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver((n) => (n === 1 ? { status: 500 } : { status: 200 }));
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      await newCustomer(key);
+      const start = Date.now();
+      await dispatchAt(start);
+      expect(await queueDepth()).toBe(1);
+
+      await api(key, 'PATCH', `/api/v1/webhooks/${id}`, { active: false });
+      expect(await deliveries(key, id)).toMatchObject([{ attempt: 1, status_code: 500, message_status: 'cancelled', next_attempt_at: null }]);
+      expect(await queueDepth()).toBe(0);
+      await dispatchAt(start + 5 * SECOND);
+      expect(r.received).toHaveLength(1);
+
+      // Enabled again: what was cancelled stays cancelled; what happens from now on is delivered.
+      await api(key, 'PATCH', `/api/v1/webhooks/${id}`, { active: true });
+      await dispatchAt(start + 10 * SECOND);
+      expect(r.received).toHaveLength(1);
+      await newCustomer(key);
+      await dispatchAt();
+      expect(r.received).toHaveLength(2);
+      expect((await deliveries(key, id)).map((d) => d.message_status)).toEqual(['cancelled', 'delivered']);
+      expect(await queueDepth()).toBe(0);
+    });
+
+    it('410 Gone cancels the messages of the endpoint it disables that were still waiting', async () => {
+      const { private_key: key } = await t.business();
+      let gone = false;
+      const r = await receiver(() => (gone ? { status: 410 } : { status: 500 }));
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      await newCustomer(key);
+      const start = Date.now();
+      await dispatchAt(start); // the first message now waits for its retry at start + 5 s
+      await newCustomer(key);
+      gone = true;
+      await dispatchAt(start + SECOND); // only the second is due: it meets the 410
+      expect(r.received).toHaveLength(2);
+      expect(await api(key, 'GET', `/api/v1/webhooks/${id}`)).toMatchObject({ active: false });
+      expect((await deliveries(key, id)).map((d) => [d.status_code, d.message_status])).toEqual([
+        [500, 'cancelled'],
+        [410, 'failed'],
+      ]);
+      expect(await queueDepth()).toBe(0);
+      await dispatchAt(start + 7 * 24 * HOUR);
+      expect(r.received).toHaveLength(2);
+    });
+
+    it('does not attempt a message queued for an endpoint already disabled (a race with the test send), and cancels it', async () => {
+      const { business_id: businessId, private_key: key } = await t.business();
+      const r = await receiver();
+      const { id } = await createWebhook(key, r.url, ['*']);
+      await api(key, 'PATCH', `/api/v1/webhooks/${id}`, { active: false });
+      // As if POST /test had checked the endpoint just before the disable was projected.
+      await t.services.queries.webhooks.enqueueTest(businessId, id, 'msg_raceraceraceracerace', new Date());
+      expect(await queueDepth()).toBe(1);
+      await dispatchAt();
+      expect(r.received).toEqual([]);
+      expect(await messagesOf(id)).toEqual([{ id: 'msg_raceraceraceracerace', status: 'cancelled', attempts: 0 }]);
+      expect(await queueDepth()).toBe(0);
+    });
+
+    it('a delete while an attempt is in flight: the failed attempt is recorded, the message stays cancelled', async () => {
+      const { private_key: key } = await t.business();
+      let deleting: Promise<unknown> | undefined;
+      const r = await receiver(async () => {
+        deleting = api(key, 'DELETE', `/api/v1/webhooks/${id}`);
+        await deleting;
+        return { status: 500 };
+      });
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      await newCustomer(key);
+      const start = Date.now();
+      await dispatchAt(start);
+      await deleting;
+      expect(r.received).toHaveLength(1);
+      expect(await messagesOf(id)).toMatchObject([{ status: 'cancelled', attempts: 1 }]);
+      expect(await attemptsOf(id)).toBe(1);
+      expect(await queueDepth()).toBe(0);
+      await dispatchAt(start + 5 * SECOND);
+      expect(r.received).toHaveLength(1);
     });
   });
 

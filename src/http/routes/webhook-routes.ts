@@ -48,7 +48,7 @@ function presentDelivery(row: AttemptRow) {
     duration_ms: row.duration_ms,
     response_excerpt: row.response_excerpt,
     error: row.error,
-    message_status: row.message_status as 'pending' | 'delivered' | 'failed',
+    message_status: row.message_status as 'pending' | 'delivered' | 'failed' | 'cancelled',
     next_attempt_at: row.message_status === 'pending' ? row.next_attempt_at.toISOString() : null,
   };
 }

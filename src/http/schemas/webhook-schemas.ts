@@ -55,7 +55,9 @@ export const DeliverySchema = z
     duration_ms: z.number().int(),
     response_excerpt: z.string().nullable(),
     error: z.string().nullable(),
-    message_status: z.enum(['pending', 'delivered', 'failed']),
+    message_status: z.enum(['pending', 'delivered', 'failed', 'cancelled']).openapi({
+      description: 'pending (waiting or retrying), delivered, failed (retries exhausted, or 410), cancelled (the endpoint was disabled or deleted first).',
+    }),
     next_attempt_at: TimestampSchema.nullable(),
   })
   .openapi('WebhookDelivery');
