@@ -154,7 +154,8 @@ export class WebhookDispatcher {
     }
     const delivered = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const attempts = message.attempts + 1;
-    const retryAt = delivered || statusCode === 410 ? null : nextAttemptAt(attempts, now);
+    // The schedule counts from the attempt's end: after a 15 s timeout, "5 s later" is 20 s after its start.
+    const retryAt = delivered || statusCode === 410 ? null : nextAttemptAt(attempts, this.now());
     const outcome = delivered ? 'delivered' : retryAt ? 'pending' : 'failed';
     await this.db.transaction().execute(async (trx) => {
       await trx

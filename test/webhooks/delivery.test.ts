@@ -453,6 +453,40 @@ describe('webhook delivery', () => {
       expect(attempt!.duration_ms).toBeGreaterThanOrEqual(250);
     });
 
+    it('counts the next attempt from the end of a timed-out attempt, not from its start', async () => {
+      const { private_key: key } = await t.business();
+      let start = 0;
+      const TIMEOUT = 15 * SECOND;
+      // The receiver never answers; while it hangs, the dispatcher's clock moves on by the 15 s a
+      // production timeout takes (the real timeout here is 300 ms: no test waits 15 s).
+      const r = await receiver(() => {
+        clock = new Date(start + TIMEOUT);
+        return 'hang';
+      });
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      await newCustomer(key);
+      const impatient = new WebhookDispatcher(t.services.db, {
+        secrets: webhookSecrets(t.services.db),
+        allowPrivate: true,
+        onGone: async () => {},
+        now: () => clock,
+        timeoutMs: 300,
+      });
+      start = Date.now();
+      clock = new Date(start);
+      expect(await impatient.runOnce()).toBe(1);
+      const [attempt] = await deliveries(key, id);
+      expect(attempt).toMatchObject({ attempt: 1, error: 'timed out', message_status: 'pending' });
+      expect(attempt!.attempted_at).toBe(new Date(start).toISOString());
+      expect(attempt!.next_attempt_at).toBe(new Date(start + TIMEOUT + 5 * SECOND).toISOString());
+      expect(Date.parse(attempt!.next_attempt_at!)).toBeGreaterThan(start + TIMEOUT);
+
+      // Not due at start + 5 s, when it would have been with the schedule counted from the start.
+      clock = new Date(start + 5 * SECOND);
+      expect(await impatient.runOnce()).toBe(0);
+      expect(r.received).toHaveLength(1);
+    });
+
     it('records a refused connection as a failed attempt with its error, and retries it', async () => {
       const { private_key: key } = await t.business();
       const closed = await receiver();
