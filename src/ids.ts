@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   event: 'evt',
   webhook: 'whk',
   message: 'msg',
+  attempt: 'att',
   apiKey: 'key',
   request: 'req',
 } as const;

@@ -221,7 +221,10 @@ export interface WebhookMessagesTable {
 }
 
 export interface WebhookAttemptsTable {
-  id: Generated<number>;
+  /** `att_…`, random (migration 0011). */
+  id: string;
+  /** Write order: the deliveries list's order and keyset; never shown (it would count attempts). */
+  seq: Generated<number>;
   message_id: string;
   webhook_id: string;
   business_id: string;

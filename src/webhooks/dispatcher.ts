@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { BackgroundLoop } from '../background-loop.js';
+import { newId } from '../ids.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import type { webhookSecrets } from './secrets.js';
 import { FORBIDDEN_ADDRESS, webhookFetch } from './pinned-fetch.js';
@@ -161,6 +162,7 @@ export class WebhookDispatcher {
       await trx
         .insertInto('webhook_attempts')
         .values({
+          id: newId('attempt'),
           message_id: message.id,
           webhook_id: message.webhook_id,
           business_id: message.business_id,

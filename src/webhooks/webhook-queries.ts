@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, WebhookEndpointRow } from '../db/schema.js';
+import type { Database, WebhookEndpointRow, WebhookMessageRow } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { fetchPage, type Page, type PageRequest } from '../projections/page.js';
 
@@ -19,13 +19,14 @@ export function webhookQueries(db: Kysely<Database>) {
       const q = db.selectFrom('webhook_endpoints').selectAll().where('business_id', '=', businessId).where('deleted_at', 'is', null);
       return fetchPage(q, page, async (id) => (await endpoint(businessId, id))?.seq);
     },
-    /** Every attempt to deliver to one endpoint, oldest first, with its message's event type. Cursor: `att_<n>`. */
+    /** Every attempt to deliver to one endpoint, oldest first, with its message's event type. Cursor: an attempt id. */
     async attempts(businessId: string, webhookId: string, page: PageRequest): Promise<Page<AttemptRow>> {
       let q = db
         .selectFrom('webhook_attempts as a')
         .innerJoin('webhook_messages as m', 'm.id', 'a.message_id')
         .select([
-          'a.id as seq',
+          'a.id',
+          'a.seq',
           'a.message_id',
           'm.event_type',
           'a.attempt',
@@ -40,11 +41,18 @@ export function webhookQueries(db: Kysely<Database>) {
         .where('a.business_id', '=', businessId)
         .where('a.webhook_id', '=', webhookId);
       if (page.startingAfter !== undefined) {
-        const after = /^att_(\d+)$/.exec(page.startingAfter)?.[1];
-        if (!after) throw errors.validation([{ path: 'starting_after', message: 'must be a delivery id (att_…)' }]);
-        q = q.where('a.id', '>', Number(after));
+        // Keyset on the hidden write order: the cursor's seq, found within the same endpoint.
+        const cursor = await db
+          .selectFrom('webhook_attempts')
+          .select('seq')
+          .where('business_id', '=', businessId)
+          .where('webhook_id', '=', webhookId)
+          .where('id', '=', page.startingAfter)
+          .executeTakeFirst();
+        if (!cursor) throw errors.validation([{ path: 'starting_after', message: `no item with id '${page.startingAfter}' in this list` }]);
+        q = q.where('a.seq', '>', cursor.seq);
       }
-      const rows = await q.orderBy('a.id').limit(page.limit + 1).execute();
+      const rows = await q.orderBy('a.seq').limit(page.limit + 1).execute();
       return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
     },
     /** Queues a `webhook.test` message for one endpoint. */
@@ -72,6 +80,7 @@ export function webhookQueries(db: Kysely<Database>) {
 }
 
 export interface AttemptRow {
+  id: string;
   seq: number;
   message_id: string;
   event_type: string;
@@ -81,7 +90,7 @@ export interface AttemptRow {
   duration_ms: number;
   response_excerpt: string | null;
   error: string | null;
-  message_status: string;
+  message_status: WebhookMessageRow['status'];
   next_attempt_at: Date;
 }
 

@@ -6,6 +6,7 @@ import { type Received, type Receiver, signatureFor, startReceiver } from '../su
 
 const WEBHOOK_ID = /^whk_[A-Za-z0-9_-]{16,}$/;
 const MESSAGE_ID = /^msg_[A-Za-z0-9_-]{16,}$/;
+const ATTEMPT_ID = /^att_[A-Za-z0-9_-]{16,}$/;
 const SECRET = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 const HOUR = 60 * 60 * 1000;
 const EVENT_NAMES = [
@@ -383,6 +384,39 @@ describe('webhooks API', () => {
       const second = await t.request('GET', next!, { key });
       expect(second.body.map((d: { message_id: string }) => d.message_id)).toEqual(sent.slice(2));
       expect(second.headers.get('link')).toBeNull();
+    });
+
+    it('gives every attempt a random att_ id that reveals no counter, in every business, and pages by it', async () => {
+      const r = await receiver();
+      const lists: Array<{ key: string; id: string; attempts: string[] }> = [];
+      for (const business of [await t.business(), await t.business()]) {
+        const key = business.private_key;
+        const { id } = await createWebhook(key, { url: r.url, events: ['*'] });
+        for (let i = 0; i < 3; i++) {
+          await sendTest(key, id);
+          await dispatch();
+        }
+        const attempts = (await deliveries(key, id)).map((d) => d.id as string);
+        lists.push({ key, id, attempts });
+
+        // The id is the cursor: after the first attempt come the other two, oldest first.
+        const after = await t.request('GET', `/api/v1/webhooks/${id}/deliveries?starting_after=${attempts[0]}`, { key });
+        expect(after.status, after.text).toBe(200);
+        expect(after.body.map((d: { id: string }) => d.id)).toEqual(attempts.slice(1));
+      }
+      const all = lists.flatMap((l) => l.attempts);
+      expect(all).toHaveLength(6);
+      for (const id of all) {
+        expect(id).toMatch(ATTEMPT_ID);
+        expect(id).not.toMatch(/^att_\d+$/);
+      }
+      expect(new Set(all).size).toBe(6);
+      // No counter under a fixed prefix either: the ids do not even share their first characters.
+      expect(new Set(all.map((id) => id.slice(0, 8))).size).toBeGreaterThan(1);
+
+      // Another business's attempt is no cursor of this list (400, as any id not in the list).
+      const [first, second] = lists;
+      expectError(await t.request('GET', `/api/v1/webhooks/${second!.id}/deliveries?starting_after=${first!.attempts[0]}`, { key: second!.key }), 400, 'validation_error');
     });
 
     it("shows only the endpoint's own attempts", async () => {

@@ -8,6 +8,7 @@ import { migration as m0007 } from './0007-analytics-views.js';
 import { migration as m0008 } from './0008-rate-limits.js';
 import { migration as m0009 } from './0009-aggregate-snapshots.js';
 import { migration as m0010 } from './0010-idempotency-expiry.js';
+import { migration as m0011 } from './0011-random-attempt-ids.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0008_rate_limits': m0008,
   '0009_aggregate_snapshots': m0009,
   '0010_idempotency_expiry': m0010,
+  '0011_random_attempt_ids': m0011,
 };

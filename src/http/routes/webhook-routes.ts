@@ -39,7 +39,7 @@ function presentWebhook(row: WebhookEndpointRow) {
 
 function presentDelivery(row: AttemptRow) {
   return {
-    id: `att_${row.seq}`,
+    id: row.id,
     message_id: row.message_id,
     event_type: row.event_type,
     attempt: row.attempt,
@@ -48,7 +48,7 @@ function presentDelivery(row: AttemptRow) {
     duration_ms: row.duration_ms,
     response_excerpt: row.response_excerpt,
     error: row.error,
-    message_status: row.message_status as 'pending' | 'delivered' | 'failed' | 'cancelled',
+    message_status: row.message_status,
     next_attempt_at: row.message_status === 'pending' ? row.next_attempt_at.toISOString() : null,
   };
 }
@@ -184,7 +184,7 @@ export const webhookRoutes = createRouter()
       await webhookOr404(c, webhook_id);
       const { limit, starting_after } = c.req.valid('query');
       const page = await c.var.services.queries.webhooks.attempts(c.var.principal.businessId, webhook_id, { limit, startingAfter: starting_after });
-      return listResponse(c, page, presentDelivery, (row) => `att_${row.seq}`);
+      return listResponse(c, page, presentDelivery, (row) => row.id);
     },
   )
   .openapi(

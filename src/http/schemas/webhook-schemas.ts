@@ -46,7 +46,7 @@ export const WebhookIdParamSchema = z.object({ webhook_id: z.string().openapi({ 
 
 export const DeliverySchema = z
   .object({
-    id: z.string().openapi({ example: 'att_42' }),
+    id: z.string().openapi({ example: 'att_7hJ2kL9mN4pQ6rS8tV1w' }),
     message_id: z.string().openapi({ description: 'The webhook-id header: stable across retries of one message.' }),
     event_type: z.string(),
     attempt: z.number().int(),
