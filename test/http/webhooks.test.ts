@@ -298,6 +298,36 @@ describe('webhooks API', () => {
       expect(list.body.map((w: { id: string }) => w.id)).toEqual([kept.id]);
     });
 
+    it('a repeated DELETE answers what a GET answers afterwards: 404 for a deleted webhook, 200 for a revoked key; an Idempotency-Key replays the first answer', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver();
+
+      // A deleted endpoint is gone: GET answers 404, and so does a second DELETE.
+      const { id } = await createWebhook(key, { url: r.url, events: ['*'] });
+      const deleted = await t.request('DELETE', `/api/v1/webhooks/${id}`, { key, headers: { 'idempotency-key': `delete-${id}` } });
+      expect(deleted.status, deleted.text).toBe(200);
+      expectError(await t.request('GET', `/api/v1/webhooks/${id}`, { key }), 404, 'webhook_not_found');
+      expectError(await t.request('DELETE', `/api/v1/webhooks/${id}`, { key }), 404, 'webhook_not_found');
+      // A client retrying its DELETE safely sends the same Idempotency-Key: the first answer again.
+      const retried = await t.request('DELETE', `/api/v1/webhooks/${id}`, { key, headers: { 'idempotency-key': `delete-${id}` } });
+      expect(retried.status, retried.text).toBe(200);
+      expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      expect(retried.body).toEqual(deleted.body);
+
+      // A revoked key still exists (listed, with revoked_at): a second DELETE answers it as it stands.
+      const made = await t.request('POST', '/api/v1/keys', { key, body: { type: 'private', name: 'to revoke' } });
+      expect(made.status, made.text).toBe(201);
+      const keyId = made.body.id as string;
+      const revoked = await t.request('DELETE', `/api/v1/keys/${keyId}`, { key });
+      expect(revoked.status, revoked.text).toBe(200);
+      expect(revoked.body.revoked_at).toMatch(ISO_MS);
+      const listed = (await t.request('GET', '/api/v1/keys?limit=200', { key })).body.find((k: { id: string }) => k.id === keyId);
+      expect(listed).toEqual(revoked.body);
+      const again = await t.request('DELETE', `/api/v1/keys/${keyId}`, { key });
+      expect(again.status, again.text).toBe(200);
+      expect(again.body).toEqual(revoked.body);
+    });
+
     it('sends nothing more to a deleted endpoint', async () => {
       const { private_key: key } = await t.business();
       const r = await receiver();

@@ -121,6 +121,7 @@ export const webhookRoutes = createRouter()
       operationId: 'updateWebhook',
       tags,
       summary: 'Update a webhook endpoint (url, events, description, active)',
+      description: '`active: false` stops deliveries: messages still waiting end `cancelled` and are not revived by `active: true`.',
       middleware,
       request: { params: WebhookIdParamSchema, body: jsonBody(WebhookUpdateSchema) },
       responses: { 200: jsonResponse(WebhookSchema, 'The endpoint as it now stands.'), ...errorResponses(404) },
@@ -138,6 +139,9 @@ export const webhookRoutes = createRouter()
       operationId: 'deleteWebhook',
       tags,
       summary: 'Delete a webhook endpoint (no further deliveries)',
+      description:
+        'Messages still waiting for delivery end `cancelled`. A deleted endpoint is gone: a second DELETE answers 404 `webhook_not_found`, as a GET would; ' +
+        'to retry a DELETE whose answer was lost, send the same Idempotency-Key and get the first answer again.',
       middleware,
       request: { params: WebhookIdParamSchema },
       responses: { 200: jsonResponse(WebhookSchema, 'The endpoint as it now stands (deleted_at set).'), ...errorResponses(404) },
