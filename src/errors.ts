@@ -50,6 +50,15 @@ export const errors = {
       `The free plan allows at most ${limit} customers. Upgrade the business's plan to add more.`,
     ),
   conflict: (message: string) => new ApiError(409, 'conflict', message),
+  /** CONTRACT.md §2: the API never revokes the business's last active private key with keys:write. */
+  lastPrivateKey: (keyId: string) =>
+    new ApiError(
+      409,
+      'last_private_key',
+      `Key '${keyId}' is the business's last active private key with keys:write; revoking it would leave no key that can manage keys.`,
+    ),
+  /** CONTRACT.md §1, §3: one event awards at most 1,000,000,000 points; balances stay safe integers. */
+  pointsOutOfRange: (message: string) => new ApiError(422, 'points_out_of_range', message),
   /** A concurrency retry budget ran out: the same request may well succeed if sent again. */
   retryLater: (message: string) => new ApiError(409, 'conflict', message, {}, { 'Retry-After': '1' }),
   rateLimited: (retryAfterSeconds: number, headers: Record<string, string>) =>

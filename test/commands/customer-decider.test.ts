@@ -203,11 +203,76 @@ describe('customer decider: earn, deduct, adjust (CONTRACT §5)', () => {
     given(registered()).when(points('adjust', -1)).thenThrows('insufficient_points', 422);
   });
 
-  it('refuses an earn that would take lifetime_earned past the largest safe integer, as a 400 validation_error', () => {
+  it('refuses an earn that would take lifetime_earned past the largest safe integer, as a 422 points_out_of_range', () => {
     const state: CustomerState = { ...fold(customerDecider, [registered()]), balance: MAX_POINTS - 5, lifetimeEarned: MAX_POINTS - 5 };
     givenState(state).when(points('earn', 5)).then([earned(5, MAX_POINTS)]);
-    givenState(state).when(points('earn', 6)).thenThrows('validation_error', 400);
-    givenState(state).when(points('adjust', 6)).thenThrows('validation_error', 400);
+    givenState(state).when(points('earn', 6)).thenThrows('points_out_of_range', 422);
+    givenState(state).when(points('adjust', 6)).thenThrows('points_out_of_range', 422);
+  });
+});
+
+describe('customer decider: events and the amount limit (CONTRACT §1, §3, §8)', () => {
+  const base = () => fold(customerDecider, [registered()]);
+  const perUnit = (points_per_unit: number, default_points = 0) => ({
+    event_type_id: 'evtp_1',
+    name: 'purchase',
+    display_name: 'Purchase',
+    default_points,
+    rules: [{ points_per_unit, unit_property: 'n' }],
+    metadata: {},
+  });
+  const recordEvent = (eventType: ReturnType<typeof perUnit>, n: number): CustomerCommand => ({
+    type: 'RecordEvent',
+    eventId: 'evt_1',
+    eventType,
+    properties: { n },
+    reference: null,
+    tiers: [],
+  });
+  const recorded = (base_points: number, multiplier: number, points_awarded: number, balance: number, n = 1000): CustomerEvent => ({
+    type: 'EventRecorded',
+    data: { event_id: 'evt_1', event_type: 'purchase', properties: { n }, reference: null, base_points, multiplier, points_awarded, balance },
+  });
+
+  it('records an event worth exactly 1,000,000,000 points after the multiplier', () => {
+    givenState(base()).when(recordEvent(perUnit(1_000_000), 1000)).then([recorded(1_000_000_000, 1, 1_000_000_000, 1_000_000_000)]);
+    givenState(withTier(base(), 2)).when(recordEvent(perUnit(500_000), 1000)).then([recorded(500_000_000, 2, 1_000_000_000, 1_000_000_000)]);
+  });
+
+  it('refuses an event whose rules award more than 1,000,000,000 points with 422 points_out_of_range', () => {
+    // The case: 1,000,000 per unit × 10,000 units = 10,000,000,000 (15,000,000,000 under a 1.5 tier).
+    const error = givenState(withTier(base(), 1.5)).when(recordEvent(perUnit(1_000_000), 10_000)).thenThrows('points_out_of_range', 422);
+    expect(error.message).toContain('1,000,000,000');
+    givenState(base()).when(recordEvent(perUnit(1_000_000, 1), 1000)).thenThrows('points_out_of_range', 422);
+    // Within the limit before the multiplier, beyond it after.
+    givenState(withTier(base(), 1.01)).when(recordEvent(perUnit(1_000_000), 1000)).thenThrows('points_out_of_range', 422);
+  });
+
+  it('refuses units so large the points are no finite number, rather than recording them', () => {
+    givenState(base()).when(recordEvent(perUnit(1_000_000), Number.MAX_VALUE)).thenThrows('points_out_of_range', 422);
+  });
+
+  it('refuses an event that would take the balance or lifetime_earned past the largest safe integer', () => {
+    const nearTop: CustomerState = { ...base(), balance: MAX_POINTS - 999, lifetimeEarned: MAX_POINTS - 999 };
+    givenState(nearTop).when(recordEvent(perUnit(1), 999)).then([recorded(999, 1, 999, MAX_POINTS, 999)]);
+    givenState(nearTop).when(recordEvent(perUnit(1), 1000)).thenThrows('points_out_of_range', 422);
+  });
+
+  it('refuses a cancellation whose points would take the balance past the largest safe integer', () => {
+    const redeemed: CustomerState = {
+      ...base(),
+      balance: MAX_POINTS - 10,
+      lifetimeEarned: MAX_POINTS,
+      lifetimeRedeemed: 10,
+      redemptions: {
+        red_1: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 10, cancelled: false },
+        red_2: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 11, cancelled: false },
+      },
+    };
+    givenState(redeemed)
+      .when({ type: 'CancelRedemption', redemptionId: 'red_1', transactionId: 'txn_9' })
+      .then([{ type: 'RedemptionCancelled', data: { transaction_id: 'txn_9', redemption_id: 'red_1', reward_id: 'rew_1', points_cost: 10, balance: MAX_POINTS } }]);
+    givenState(redeemed).when({ type: 'CancelRedemption', redemptionId: 'red_2', transactionId: 'txn_9' }).thenThrows('points_out_of_range', 422);
   });
 });
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyMultiplier, basePoints, conditionHolds, rulePoints, valueAt } from '../../src/commands/program/rules.js';
+import { applyMultiplier, basePoints, conditionHolds, eventPoints, MAX_EVENT_POINTS, rulePoints, valueAt } from '../../src/commands/program/rules.js';
+import { expectApiError } from '../support/decider-spec.js';
 import type { Condition, Rule } from '../../src/events/program-events.js';
 
 const when = (property: string, op: Condition['op'], value?: unknown): Condition =>
@@ -262,6 +263,30 @@ describe('event type rules', () => {
         }),
         { numRuns: 2000 },
       );
+    });
+  });
+
+  describe('points of an event (at most 1,000,000,000)', () => {
+    const perUnit = (points_per_unit: number, extra: Partial<Rule> = {}) => ({
+      default_points: 0,
+      rules: [{ points_per_unit, unit_property: 'n', ...extra }],
+    });
+
+    it('are the base points and floor(base × multiplier), up to exactly 1,000,000,000', () => {
+      expect(eventPoints(perUnit(2), { n: 50 }, 1.5)).toEqual({ base: 100, awarded: 150 });
+      expect(eventPoints(perUnit(1_000_000), { n: 1000 }, 1)).toEqual({ base: MAX_EVENT_POINTS, awarded: MAX_EVENT_POINTS });
+    });
+
+    it('refuse more than 1,000,000,000 with 422 points_out_of_range, before or after the multiplier', () => {
+      expectApiError(() => eventPoints(perUnit(1_000_000), { n: 10_000 }, 1.5), 'points_out_of_range', 422);
+      expectApiError(() => eventPoints(perUnit(1_000_000), { n: 1001 }, 1), 'points_out_of_range', 422);
+      expectApiError(() => eventPoints(perUnit(1_000_000), { n: 1000 }, 1.01), 'points_out_of_range', 422);
+      expectApiError(() => eventPoints(perUnit(1_000_000), { n: Number.MAX_VALUE }, 1), 'points_out_of_range', 422);
+    });
+
+    it('count a rule at its max_points, however many units, and nothing for 0 per unit', () => {
+      expect(eventPoints(perUnit(1_000_000, { max_points: 500 }), { n: Number.MAX_VALUE }, 2)).toEqual({ base: 500, awarded: 1000 });
+      expect(eventPoints(perUnit(0, { unit_size: 1e-300 }), { n: 1e300 }, 1)).toEqual({ base: 0, awarded: 0 });
     });
   });
 });

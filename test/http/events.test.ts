@@ -231,6 +231,24 @@ describe('events', () => {
       expect((await record(key, { customer_id: customerId, event_type: 'purchase', reference: 'r-1' })).status).toBe(201);
     });
 
+    it('answers 422 points_out_of_range for an event worth more than 1,000,000,000 points, recording nothing', async () => {
+      const { private_key: key } = await t.business();
+      await createType(key, { name: 'bulk', display_name: 'Bulk', default_points: 0, rules: [{ points_per_unit: 1_000_000, unit_property: 'n' }] });
+      const customerId = await newCustomer(key);
+
+      const tooMuch = await record(key, { customer_id: customerId, event_type: 'bulk', properties: { n: 10_000 }, reference: 'bulk-1' });
+      expectError(tooMuch, 422, 'points_out_of_range');
+      expect(await walk(key, `/api/v1/events?customer_id=${customerId}`)).toEqual([]);
+      expect((await totals(key, customerId)).points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0 });
+      const stream = await t.request('GET', `/api/v1/customers/${customerId}/stream`, { key });
+      expect(stream.body.map((e: { type: string }) => e.type)).toEqual(['CustomerRegistered']);
+
+      // Exactly the limit is recorded, and the refused attempt did not take the reference.
+      const atLimit = await record(key, { customer_id: customerId, event_type: 'bulk', properties: { n: 1000 }, reference: 'bulk-1' });
+      expect(atLimit.status, atLimit.text).toBe(201);
+      expect(atLimit.body).toMatchObject({ base_points: 1_000_000_000, points_awarded: 1_000_000_000, balance: 1_000_000_000 });
+    });
+
     it('answers 404 customer_not_found for an unknown customer or another business’s', async () => {
       const { private_key: key } = await t.business();
       const { private_key: otherKey } = await t.business();

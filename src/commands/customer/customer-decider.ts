@@ -5,7 +5,7 @@ import type { EventTypeDefinition, TierDefinition } from '../../events/program-e
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
-import { applyMultiplier, basePoints } from '../program/rules.js';
+import { applyMultiplier, eventPoints } from '../program/rules.js';
 
 export type CustomerEvent = EventOf<
   | 'CustomerRegistered'
@@ -176,6 +176,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, CustomerEv
         if (redemption.cancelled) {
           throw new ApiError(409, 'redemption_already_cancelled', `Redemption '${command.redemptionId}' is already cancelled.`);
         }
+        assertCreditFits(state, redemption.pointsCost, false);
         return [
           {
             type: 'RedemptionCancelled',
@@ -218,7 +219,7 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
     case 'earn': {
       const multiplier = command.applyMultiplier ? heldMultiplier(state, command.tiers) : 1;
       const credited = applyMultiplier(amount, multiplier);
-      assertWithinLimit(state.lifetimeEarned + credited);
+      assertCreditFits(state, credited);
       return {
         type: 'PointsEarned',
         data: { ...base, amount: credited, base_amount: amount, multiplier, balance: state.balance + credited },
@@ -229,16 +230,15 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
       return { type: 'PointsDeducted', data: { ...base, amount, balance: state.balance - amount } };
     case 'adjust':
       if (state.balance + amount < 0) throw errors.insufficientPoints(state.balance, -amount);
-      assertWithinLimit(state.lifetimeEarned + amount);
+      assertCreditFits(state, amount);
       return { type: 'PointsAdjusted', data: { ...base, amount, balance: state.balance + amount } };
   }
 }
 
 function recordEvent(command: Extract<CustomerCommand, { type: 'RecordEvent' }>, state: CustomerState): CustomerEvent {
-  const base = basePoints(command.eventType, command.properties);
   const multiplier = heldMultiplier(state, command.tiers);
-  const awarded = applyMultiplier(base, multiplier);
-  assertWithinLimit(state.lifetimeEarned + awarded);
+  const { base, awarded } = eventPoints(command.eventType, command.properties, multiplier);
+  assertCreditFits(state, awarded);
   return {
     type: 'EventRecorded',
     data: {
@@ -310,11 +310,13 @@ function withTierUpgrade(state: CustomerState, event: CustomerEvent, tiers: Tier
   ];
 }
 
-function assertWithinLimit(total: number) {
-  if (total > MAX_POINTS) {
-    throw new ApiError(400, 'validation_error', 'The lifetime total would exceed the largest safe integer.', {
-      details: [{ path: 'amount', message: 'too large for this customer' }],
-    });
+/**
+ * A credit must leave the balance, and lifetime_earned when it raises that too, safe integers
+ * (CONTRACT.md §1, §3: 422 `points_out_of_range`).
+ */
+function assertCreditFits(state: CustomerState, credit: number, raisesLifetime = true) {
+  if (state.balance + credit > MAX_POINTS || (raisesLifetime && state.lifetimeEarned + credit > MAX_POINTS)) {
+    throw errors.pointsOutOfRange(`This would take the customer's balance or lifetime_earned past ${MAX_POINTS}, the largest safe integer; nothing was recorded.`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { errors } from '../../errors.js';
 import type { Condition, EventTypeDefinition, Rule } from '../../events/program-events.js';
 import { sameJson } from '../../json-equality.js';
 
@@ -48,7 +49,8 @@ export function conditionHolds(condition: Condition, properties: unknown): boole
 export function rulePoints(rule: Rule, properties: unknown): number {
   if (!(rule.conditions ?? []).every((c) => conditionHolds(c, properties))) return 0;
   let points = rule.points ?? 0;
-  if (rule.points_per_unit !== undefined && rule.unit_property !== undefined) {
+  // 0 per unit adds nothing, even for units that overflow to Infinity (0 × Infinity is NaN).
+  if (rule.points_per_unit && rule.unit_property !== undefined) {
     const units = valueAt(properties, rule.unit_property);
     if (typeof units === 'number' && Number.isFinite(units)) {
       points += Math.floor(units / (rule.unit_size ?? 1)) * rule.points_per_unit;
@@ -66,4 +68,30 @@ export function basePoints(eventType: Pick<EventTypeDefinition, 'default_points'
 /** floor(points × multiplier), exact for multipliers of at most two decimals (100 × 1.15 = 115). */
 export function applyMultiplier(points: number, multiplier: number): number {
   return Math.floor((points * Math.round(multiplier * 100)) / 100);
+}
+
+/** The most one event may award (CONTRACT.md §1: a single amount is at most 1,000,000,000). */
+export const MAX_EVENT_POINTS = 1_000_000_000;
+
+/**
+ * What an event is worth: its base points and those awarded under the tier `multiplier`
+ * (CONTRACT.md §8). Rules scale with the event's properties, so nothing bounds them in advance:
+ * more than MAX_EVENT_POINTS awarded (or no finite number) is 422 `points_out_of_range`.
+ *
+ * @example eventPoints({ default_points: 10, rules: [] }, {}, 1.5) // { base: 10, awarded: 15 }
+ */
+export function eventPoints(
+  eventType: Pick<EventTypeDefinition, 'default_points' | 'rules'>,
+  properties: unknown,
+  multiplier: number,
+): { base: number; awarded: number } {
+  const base = basePoints(eventType, properties);
+  // Checked before multiplying too: the product of a huge base is not exact.
+  const awarded = base <= MAX_EVENT_POINTS ? applyMultiplier(base, multiplier) : Number.POSITIVE_INFINITY;
+  if (!(awarded <= MAX_EVENT_POINTS)) {
+    throw errors.pointsOutOfRange(
+      `This event would award more than ${MAX_EVENT_POINTS.toLocaleString('en-US')} points (the most one event may award); nothing was recorded.`,
+    );
+  }
+  return { base, awarded };
 }

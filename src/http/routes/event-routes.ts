@@ -20,7 +20,8 @@ export const eventRoutes = createRouter()
       summary: 'Record an event; the event type’s rules decide its points',
       description:
         'points_awarded = floor((default_points + points of every applying rule) × the multiplier of the tier held before the event). ' +
-        'An event worth 0 points is recorded too. 422 `unknown_event_type`; a reused reference: 409 `duplicate_transaction` with the original under `event`.',
+        'An event worth 0 points is recorded too. 422 `unknown_event_type`; 422 `points_out_of_range` when the event would award more than 1,000,000,000 points, ' +
+        'or take the balance or lifetime_earned past 2^53 − 1 (nothing is recorded); a reused reference: 409 `duplicate_transaction` with the original under `event`.',
       middleware: guard(['points:write']),
       request: { body: jsonBody(EventCreateSchema) },
       responses: { 201: jsonResponse(EventSchema, 'The recorded event.'), ...errorResponses(404, 409, 422) },

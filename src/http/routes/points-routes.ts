@@ -17,7 +17,8 @@ export const pointsRoutes = createRouter().openapi(
     summary: 'Earn, deduct or adjust points',
     description:
       'A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; ' +
-      'a retry with the same `Idempotency-Key` replays the first response.',
+      'a retry with the same `Idempotency-Key` replays the first response. 422 `insufficient_points` for a debit beyond the balance; ' +
+      '422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1.',
     middleware: guard(['points:write']),
     request: { params: CustomerIdParamSchema, body: jsonBody(PointsTransactionCreateSchema) },
     responses: {
