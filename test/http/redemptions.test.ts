@@ -301,10 +301,29 @@ describe('redemptions', () => {
 
       const cancelled = await cancel(key, customerId, made.body.id);
       expect(cancelled.status, cancelled.text).toBe(200);
-      expect(cancelled.body).toEqual({ ...made.body, status: 'cancelled', cancelled_at: expect.stringMatching(ISO_MS) });
+      // The answer's balance is the one right after the cancellation (CONTRACT §6).
+      expect(cancelled.body).toEqual({ ...made.body, balance: 1000, status: 'cancelled', cancelled_at: expect.stringMatching(ISO_MS) });
       expect(await points(key, customerId)).toEqual({ balance: 1000, lifetime_earned: 1000, lifetime_redeemed: 0 });
       expect(await reward(key, mug.id)).toMatchObject({ stock_quantity: 2, redeemed_count: 0 });
-      expect(await redemptions(key, customerId)).toEqual([cancelled.body]);
+      // Listed, a redemption keeps the balance right after the redemption itself.
+      expect(await redemptions(key, customerId)).toEqual([{ ...cancelled.body, balance: made.body.balance }]);
+    });
+
+    it('answers the balance right after the cancellation, with later changes counted in', async () => {
+      const { private_key: key } = await t.business();
+      const customerId = await customerWith(key, 1000);
+      const mug = await createReward(key, { title: 'Mug', points_cost: 300, reward_type: 'physical' });
+      const first = await redeem(key, customerId, { reward_id: mug.id });
+      const second = await redeem(key, customerId, { reward_id: mug.id });
+      expect([first.body.balance, second.body.balance]).toEqual([700, 400]);
+      const earned = await t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, { key, body: { type: 'earn', amount: 50 } });
+      expect(earned.body.balance).toBe(450);
+
+      const cancelled = await cancel(key, customerId, first.body.id);
+      expect(cancelled.status, cancelled.text).toBe(200);
+      expect(cancelled.body).toMatchObject({ id: first.body.id, status: 'cancelled', points_cost: 300, balance: 750 });
+      expect((await points(key, customerId)).balance).toBe(750);
+      expect((await ledger(key, customerId)).at(-1)).toMatchObject({ type: 'redemption_cancelled', amount: 300, balance: 750 });
     });
 
     it('gives back the cost paid, even when the reward’s price changed since', async () => {

@@ -55,18 +55,19 @@ export function redemptionCommands(deps: CommandDeps) {
       return firstCustomerEvent(written, input.customerId);
     },
 
-    /** Gives the points (and the stock unit) of a redemption back. */
-    async cancel(ctx: CommandContext, customerId: string, redemptionId: string): Promise<void> {
+    /** Gives the points (and the stock unit) of a redemption back; returns the `RedemptionCancelled` (its `balance` is the one after it). */
+    async cancel(ctx: CommandContext, customerId: string, redemptionId: string): Promise<RecordedEvent> {
       // Which reward's lock to take, read before taking it (the decision below checks again).
       const { state } = await loadCustomer(loaderOf(deps), ctx, customerId);
       const rewardId = state.redemptions[redemptionId]?.rewardId;
       if (!rewardId) throw errors.redemptionNotFound(redemptionId);
-      await withReward(ctx, customerId, rewardId, async (customer, load) => {
+      const written = await withReward(ctx, customerId, rewardId, async (customer, load) => {
         const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: newId('transaction') }, customer.state);
         const reward = await loadReward(load, ctx, rewardId);
         const rewardEvents = rewardDecider.decide({ type: 'ReturnStock', redemptionId, customerId }, reward.state);
         return [customerWrite(customerId, customer, customerEvents, ctx), rewardWrite(rewardId, reward, rewardEvents, ctx)];
       });
+      return firstCustomerEvent(written, customerId);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
+import type { EventData } from '../../events/catalogue.js';
 import { commandContext } from '../command-context.js';
 import { refusingDuplicates } from '../duplicate-reference.js';
 import type { AppEnv } from '../env.js';
@@ -56,14 +57,19 @@ export const redemptionRoutes = createRouter()
       operationId: 'cancelRedemption',
       tags,
       summary: 'Cancel a redemption: the points and the stock unit go back',
+      description:
+        'Answers the redemption, now `cancelled`, with `balance` the customer’s balance right after the cancellation. ' +
+        'Errors: 409 `redemption_already_cancelled`; 422 `points_out_of_range` when the points returned would take the balance past 2^53 − 1.',
       middleware: guard(['points:write']),
       request: { params: RedemptionParamsSchema },
-      responses: { 200: jsonResponse(RedemptionSchema, 'The redemption, now cancelled.'), ...errorResponses(404, 409) },
+      responses: { 200: jsonResponse(RedemptionSchema, 'The redemption, now cancelled.'), ...errorResponses(404, 409, 422) },
     }),
     async (c) => {
       const { customer_id, redemption_id } = c.req.valid('param');
-      await c.var.services.commands.redemptions.cancel(commandContext(c), customer_id, redemption_id);
-      return c.json(presentRedemption(await redemptionOr404(c, customer_id, redemption_id)), 200);
+      const cancelled = await c.var.services.commands.redemptions.cancel(commandContext(c), customer_id, redemption_id);
+      const row = await redemptionOr404(c, customer_id, redemption_id);
+      // CONTRACT.md §6: the answer's balance is the one right after the cancellation (the row keeps the redemption's).
+      return c.json({ ...presentRedemption(row), balance: (cancelled.data as EventData<'RedemptionCancelled'>).balance }, 200);
     },
   )
   .openapi(

@@ -148,7 +148,10 @@ export const RedemptionSchema = z
     customer_id: z.string(),
     reward_id: z.string(),
     points_cost: z.number().int(),
-    balance: z.number().int().openapi({ description: "The customer's balance right after the redemption." }),
+    balance: z
+      .number()
+      .int()
+      .openapi({ description: "The customer's balance right after the redemption; in the answer to a cancel, right after the cancellation." }),
     status: z.enum(['completed', 'cancelled']),
     reference: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
