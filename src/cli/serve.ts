@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import { serve as listen } from '@hono/node-server';
 import { type Config, ConfigError } from '../config.js';
 import { createApp } from '../http/app.js';
@@ -46,16 +48,35 @@ export async function serve(config: Config, role: ServeRole = 'all'): Promise<vo
     process.stdout.write('Workers running: projections and webhook delivery\n');
     return stopOnSignal(services, (done) => void stopListening().then(done));
   }
-  const app = createApp(services);
+  let draining = false;
+  const app = createApp(services, { draining: () => draining });
   const server = listen({ fetch: app.fetch, port: config.port, hostname: config.host }, (info) => {
     services.logger.info({ port: info.port, host: config.host, store: services.database.kind }, 'loyalty API listening');
     process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${info.port}\n`);
-  });
+  }) as Server;
 
   // A request Node cannot parse (oversized headers, broken framing) gets a JSON error too.
   answerClientErrors(server, services.logger);
 
-  stopOnSignal(services, (done) => server.close(done));
+  stopOnSignal(services, (done) => {
+    draining = true;
+    drainConnections(server, done);
+  });
+}
+
+/** How long a keep-alive connection idle at shutdown may still bring one more request. */
+const IDLE_GRACE_MS = 1000;
+
+/**
+ * Stops accepting connections and lets each open one end after its next answer (which carries
+ * `Connection: close`, see `draining` above), so no request a client has sent on a kept-alive
+ * connection is cut off. `http.Server.close` would also destroy the connections idle at that
+ * instant, racing a client that is just sending on one; those are closed after a grace instead.
+ * `done` runs once the last connection has closed.
+ */
+function drainConnections(server: Server, done: () => void): void {
+  NetServer.prototype.close.call(server, () => done());
+  setTimeout(() => server.closeIdleConnections(), IDLE_GRACE_MS).unref();
 }
 
 /** On SIGTERM/SIGINT: `drain` (stop accepting, finish in-flight work), close the services, exit. */

@@ -36,12 +36,21 @@ export const MAX_BODY_BYTES = 64 * 1024;
 export interface AppOptions {
   /** The rate limiter's clock in milliseconds (tests move it by hand). */
   now?: () => number;
+  /** True once the server drains (SIGTERM): every answer then says `Connection: close`. */
+  draining?: () => boolean;
 }
 
 export function createApp(services: Services, options: AppOptions = {}) {
   const app = createRouter();
 
   app.use('*', requestId({ generator: () => newId('request') }));
+  const { draining } = options;
+  if (draining) {
+    app.use('*', async (c, next) => {
+      await next();
+      if (draining()) c.res.headers.set('Connection', 'close');
+    });
+  }
   app.use('*', async (c, next) => {
     c.set('services', services);
     await next();

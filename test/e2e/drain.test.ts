@@ -1,0 +1,72 @@
+import { Agent, request } from 'undici';
+import { afterAll, describe, expect, it } from 'vitest';
+import { api, exitWithin, freshStore, killAllProcesses, printedKeys, type ProcessStore, startServer } from './process-helpers.js';
+
+/** Why a request failed, by the code undici gives: a refused connection means the request was never sent. */
+function failureCode(error: unknown): string {
+  const e = error as { code?: string; cause?: { code?: string } };
+  return e.cause?.code ?? e.code ?? String(error);
+}
+
+/**
+ * CONTRACT.md §12: on SIGTERM the server stops accepting, answers every request it has received
+ * (with `Connection: close` from then on), and exits 0 within 10 s; a write that was applied is
+ * always answered. Clients here keep their connections alive, as every HTTP client library does.
+ */
+describe('drain on SIGTERM under keep-alive load', () => {
+  const stores: ProcessStore[] = [];
+  afterAll(async () => {
+    await killAllProcesses();
+    await Promise.all(stores.map((s) => s.dispose()));
+  });
+
+  it('answers every request already sent, exits 0, and every applied earn was answered', async () => {
+    const store = await freshStore();
+    stores.push(store);
+    const server = await startServer(store);
+    const { privateKey: key } = printedKeys(server.stdout);
+    const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'drain@example.com' } });
+    expect(customer.status).toBe(201);
+    const path = `/api/v1/customers/${customer.body.id}/points/transaction`;
+
+    const agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
+    const statuses: number[] = [];
+    const failures: string[] = [];
+    let sent = 0;
+    const loop = async (loopId: number) => {
+      for (let i = 0; ; i++) {
+        try {
+          const response = await request(`${server.baseUrl}${path}`, {
+            method: 'POST',
+            dispatcher: agent,
+            headers: { 'content-type': 'application/json', 'x-api-key': key! },
+            body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
+          });
+          await response.body.text();
+          statuses.push(response.statusCode);
+          sent++;
+        } catch (error) {
+          failures.push(failureCode(error));
+          return;
+        }
+      }
+    };
+    const loops = Array.from({ length: 16 }, (_, i) => loop(i));
+    while (sent < 200) await new Promise((r) => setTimeout(r, 20));
+    server.signal('SIGTERM');
+    const exit = await exitWithin(server, 10_000);
+    await Promise.all(loops);
+    await agent.close();
+
+    expect(exit).toEqual({ code: 0, signal: null });
+    // Every loop ended on a refused connection (the server no longer listens), none on a request lost in flight.
+    expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
+    expect(statuses.filter((s) => s !== 201)).toEqual([]);
+
+    const again = await startServer(store);
+    const after = await api(again.baseUrl, 'GET', `/api/v1/customers/${customer.body.id}`, { key: key! });
+    expect(after.body.points_balance).toBe(statuses.length);
+    again.signal('SIGTERM');
+    expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+});
