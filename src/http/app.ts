@@ -1,3 +1,4 @@
+import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
@@ -5,6 +6,7 @@ import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Services } from '../services.js';
 import { registerDocs } from './docs-routes.js';
+import type { AppEnv } from './env.js';
 import { errorResponse, toApiError } from './error-response.js';
 import { registerOps } from './ops-routes.js';
 import { authenticate } from './middleware/auth.js';
@@ -40,17 +42,24 @@ export interface AppOptions {
   draining?: () => boolean;
 }
 
+/**
+ * Whether the answer goes out before the request's body was read (a 401, 413, 415…): the rest of
+ * that body is still on the connection, so it must close rather than carry the next request.
+ */
+function bodyLeftUnread(c: Context<AppEnv>): boolean {
+  const length = c.req.header('content-length');
+  const hasBody = (length !== undefined && length !== '0') || c.req.header('transfer-encoding') !== undefined;
+  return hasBody && c.req.bodyCache.text === undefined && c.req.bodyCache.arrayBuffer === undefined;
+}
+
 export function createApp(services: Services, options: AppOptions = {}) {
   const app = createRouter();
 
   app.use('*', requestId({ generator: () => newId('request') }));
-  const { draining } = options;
-  if (draining) {
-    app.use('*', async (c, next) => {
-      await next();
-      if (draining()) c.res.headers.set('Connection', 'close');
-    });
-  }
+  app.use('*', async (c, next) => {
+    await next();
+    if (options.draining?.() || bodyLeftUnread(c)) c.res.headers.set('Connection', 'close');
+  });
   app.use('*', async (c, next) => {
     c.set('services', services);
     await next();
