@@ -69,6 +69,7 @@ export async function createServices(options: ServicesOptions) {
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
+  const access = accessQueries(database.db);
   const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, allowPrivate: config.webhookAllowPrivate });
@@ -93,7 +94,7 @@ export async function createServices(options: ServicesOptions) {
     projections,
     commands: {
       businesses: businessCommands(deps),
-      apiKeys: apiKeyCommands(deps),
+      apiKeys: apiKeyCommands(deps, { keyManagers: (businessId) => access.keyManagerIds(businessId) }),
       customers: customerCommands(deps),
       program: programCommands(deps),
       rewards: rewardCommands(deps),
@@ -102,7 +103,7 @@ export async function createServices(options: ServicesOptions) {
       webhooks,
     },
     queries: {
-      access: accessQueries(database.db),
+      access,
       customers: customerQueries(database.db),
       catalog: catalogQueries(database.db),
       webhooks: webhookQueries(database.db),

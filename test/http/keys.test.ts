@@ -1,7 +1,11 @@
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProvisionedBusiness } from '../../src/cli/provision.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
-import { ISO_MS } from '../support/expectations.js';
+import { loadConfig } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/services.js';
+import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { expectError, ISO_MS } from '../support/expectations.js';
 
 const ALL_PERMISSIONS = [
   'customers:read',
@@ -239,6 +243,125 @@ describe('API keys over HTTP', () => {
       expect((await t.request('GET', '/api/v1/customers', { key: theirs.body.key })).status).toBe(200);
       const listed = await t.request('GET', '/api/v1/keys?limit=200', { key: other.private_key });
       expect(listed.body.find((k: { id: string }) => k.id === theirs.body.id).revoked_at).toBeNull();
+    });
+  });
+
+  describe('revocation never locks a business out (CONTRACT §2)', () => {
+    /** A new business, its default private key (all permissions) and that key's id. */
+    async function newBusiness() {
+      const business = await t.business();
+      const listed = await t.request('GET', '/api/v1/keys', { key: business.private_key });
+      const rootId = listed.body.find((k: { type: string }) => k.type === 'private').id as string;
+      const publicId = listed.body.find((k: { type: string }) => k.type === 'public').id as string;
+      return { ...business, rootId, publicId };
+    }
+    const revoke = (keyId: string, key: string) => t.request('DELETE', `/api/v1/keys/${keyId}`, { key });
+    const isActive = async (businessId: string, keyId: string) => (await t.services.queries.access.key(businessId, keyId))?.revoked_at === null;
+
+    it('refuses a key that lacks one of the target’s permissions with 403 insufficient_permissions; the target keeps working', async () => {
+      const business = await newBusiness();
+      const limited = await createKey({ type: 'private', permissions: ['keys:write', 'customers:read'] }, business.private_key);
+      const refused = await revoke(business.rootId, limited.body.key);
+      expectError(refused, 403, 'insufficient_permissions');
+      expect(refused.body.message).toMatch(/customers:write|points:|rewards:|webhooks:write/);
+      expect(await isActive(business.business_id, business.rootId)).toBe(true);
+      expect((await t.request('GET', '/api/v1/customers', { key: business.private_key })).status).toBe(200);
+      // The CLI's path (no revoker) is not restricted; a revoker is, in the command itself as well as the route.
+      const ctx = { businessId: business.business_id, actor: 'test', requestId: null, idempotencyKey: null, now: new Date() };
+      await expect(t.services.commands.apiKeys.revoke(ctx, business.rootId, { revoker: limited.body.permissions })).rejects.toMatchObject({
+        status: 403,
+        code: 'insufficient_permissions',
+      });
+      // A key holding every permission of the target may revoke it.
+      const readers = await createKey({ type: 'private', permissions: ['customers:read'] }, business.private_key);
+      expect((await revoke(readers.body.id, limited.body.key)).status).toBe(200);
+    });
+
+    it('refuses to revoke the only private key with keys:write, even by itself: 409 last_private_key, and it keeps working', async () => {
+      const business = await newBusiness();
+      const refused = await revoke(business.rootId, business.private_key);
+      expectError(refused, 409, 'last_private_key');
+      expect((await t.request('GET', '/api/v1/keys', { key: business.private_key })).status).toBe(200);
+      // Keys that do not manage keys go as before, the public one included.
+      expect((await revoke(business.publicId, business.private_key)).status).toBe(200);
+      const restricted = await createKey({ type: 'private', permissions: ['customers:read'] }, business.private_key);
+      expect((await revoke(restricted.body.id, business.private_key)).status).toBe(200);
+      expectError(await revoke(business.rootId, business.private_key), 409, 'last_private_key');
+    });
+
+    it('revokes a private key with keys:write while another remains, then refuses the last one', async () => {
+      const business = await newBusiness();
+      const second = await createKey({ type: 'private', name: 'second' }, business.private_key);
+      const first = await revoke(business.rootId, business.private_key);
+      expect(first.status, first.text).toBe(200);
+      expect(first.body.revoked_at).toMatch(ISO_MS);
+      expectError(await revoke(second.body.id, second.body.key), 409, 'last_private_key');
+      expect((await t.request('GET', '/api/v1/keys', { key: second.body.key })).status).toBe(200);
+      // The revoked one again: 200, as it stands (no second revocation, no 409).
+      const again = await revoke(business.rootId, second.body.key);
+      expect(again.status, again.text).toBe(200);
+      expect(again.body.revoked_at).toBe(first.body.revoked_at);
+      // A new key with keys:write makes the old one revocable.
+      const third = await createKey({ type: 'private', name: 'third' }, second.body.key);
+      expect(third.status).toBe(201);
+      expect((await revoke(second.body.id, third.body.key)).status).toBe(200);
+      expect(await isActive(business.business_id, third.body.id)).toBe(true);
+    });
+
+    /** The last two keys with keys:write, each revoked by a parallel DELETE sent with it (through `via`). */
+    async function raceLastTwo(via: (i: number, method: string, path: string, key: string) => Promise<TestResponse>) {
+      const business = await newBusiness();
+      const other = await createKey({ type: 'private' }, business.private_key);
+      const keys = [
+        { id: business.rootId, key: business.private_key },
+        { id: other.body.id as string, key: other.body.key as string },
+      ];
+      const responses = await Promise.all(keys.map((k, i) => via(i, 'DELETE', `/api/v1/keys/${k.id}`, k.key)));
+      // One revocation goes through. The other is refused: 409 last_private_key, or 401 when its
+      // own key was the one just revoked before it was authenticated.
+      const statuses = responses.map((r) => r.status).sort();
+      expect(statuses.filter((s) => s === 200), statuses.join()).toHaveLength(1);
+      for (const r of responses.filter((x) => x.status !== 200)) {
+        if (r.status === 409) expectError(r, 409, 'last_private_key');
+        else expectError(r, 401, 'invalid_api_key');
+      }
+      const active = await Promise.all(keys.map((k) => isActive(business.business_id, k.id)));
+      expect(active.filter(Boolean), JSON.stringify(active)).toHaveLength(1);
+      // The survivor still manages the business's keys.
+      const survivor = keys[active.indexOf(true)]!;
+      expect((await via(0, 'GET', '/api/v1/keys', survivor.key)).status).toBe(200);
+    }
+
+    it('leaves one of the last two such keys active when both are revoked by parallel requests', async () => {
+      for (let round = 0; round < 8; round++) {
+        await raceLastTwo((_, method, path, key) => t.request(method, path, { key }));
+      }
+    });
+
+    describe('across two service instances on one database', () => {
+      let second: Services;
+      let secondApp: ReturnType<typeof createApp>;
+      beforeAll(async () => {
+        second = await createServices({
+          config: { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, publicRateLimitRps: 0 },
+          database: { ...t.services.database, close: async () => {} },
+          runProjections: true,
+          logger: pino({ level: 'silent' }),
+        });
+        secondApp = createApp(second);
+      });
+      afterAll(() => second.close());
+
+      it('leaves one of the last two such keys active when each instance revokes one at the same time', async () => {
+        for (let round = 0; round < 8; round++) {
+          await raceLastTwo(async (instance, method, path, key) => {
+            if (instance === 0) return t.request(method, path, { key });
+            const response = await secondApp.request(path, { method, headers: { 'x-api-key': key } });
+            const text = await response.text();
+            return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
+          });
+        }
+      });
     });
   });
 });

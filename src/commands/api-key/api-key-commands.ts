@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { newId, newKeySecret } from '../../ids.js';
-import { loadAggregate, withMetadata } from '../aggregate.js';
+import { decidedWrite, type Load, unchangedSince, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
 import { streams } from '../streams.js';
-import { apiKeyDecider } from './api-key-decider.js';
+import { apiKeyDecider, managesKeys } from './api-key-decider.js';
 import { KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from './permissions.js';
 
 export interface CreateKeyInput {
@@ -21,8 +21,28 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-export function apiKeyCommands(deps: CommandDeps) {
+export interface ApiKeyCommandOptions {
+  /**
+   * Ids of the business's active private keys holding keys:write, as the read models know them
+   * (`accessQueries.keyManagerIds`): only candidates, each checked on the log before it counts.
+   */
+  keyManagers(businessId: string): Promise<string[]>;
+}
+
+export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommandOptions) {
   const { store } = deps;
+
+  /** Another active private key of the business with keys:write, loaded from the log; null when there is none. */
+  async function anotherKeyManager(load: Load, businessId: string, keyId: string) {
+    for (const id of await keyManagers(businessId)) {
+      if (id === keyId) continue;
+      const stream = streams.apiKey(id);
+      const loaded = await load(stream, apiKeyDecider);
+      if (loaded.state.businessId === businessId && managesKeys(loaded.state)) return { stream, loaded };
+    }
+    return null;
+  }
+
   return {
     /**
      * Creates a key and returns it in full, the only time it is shown. `grantor` is the creating
@@ -52,12 +72,36 @@ export function apiKeyCommands(deps: CommandDeps) {
       return { id: keyId, key };
     },
 
-    async revoke(ctx: CommandContext, keyId: string): Promise<void> {
+    /**
+     * Revokes a key (CONTRACT.md §2): 404 `key_not_found` outside the business, 403
+     * `insufficient_permissions` when `revoker` lacks one of the key's permissions, 409
+     * `last_private_key` for the business's last active private key with keys:write unless
+     * `force`; a key already revoked is left as it is. `options.revoker`: the revoking key's
+     * permissions (null or absent: the CLI, no restriction); `options.force`: skip the last-key
+     * rule (`loyalty keys revoke --force`).
+     *
+     * The last-key rule holds under concurrency, across processes, without a new stream: the
+     * revocation is appended with a condition (`unchangedSince`) on the stream of another key that
+     * still manages keys (the witness). A key's stream changes only when it is revoked, so the
+     * append commits only while the witness is still active; two revocations of the last two such
+     * keys each name the other as witness, and whichever commits second fails its condition,
+     * decides again and answers 409. (A per-business key registry stream would need new events
+     * and a backfill of every existing key; the condition needs neither. On KurrentDB conditions
+     * are checked just before the append rather than atomically with it, as `append` documents.)
+     *
+     * @example await apiKeys.revoke(ctx, 'key_…', { revoker: principal.permissions })
+     */
+    async revoke(ctx: CommandContext, keyId: string, options: { revoker?: readonly string[] | null; force?: boolean } = {}): Promise<void> {
       const stream = streams.apiKey(keyId);
-      await write(deps, [stream], async () => {
-        const { state, revision } = await loadAggregate(store, stream, apiKeyDecider);
-        if (!state.exists || state.businessId !== ctx.businessId) throw errors.keyNotFound(keyId);
-        return [{ stream, expected: revision, events: withMetadata(apiKeyDecider.decide({ type: 'RevokeApiKey', keyId }, state), ctx) }];
+      await write(deps, [stream], async (load) => {
+        const key = await load(stream, apiKeyDecider);
+        if (!key.state.exists || key.state.businessId !== ctx.businessId) throw errors.keyNotFound(keyId);
+        const witness = !options.force && managesKeys(key.state) ? await anotherKeyManager(load, ctx.businessId, keyId) : null;
+        const events = apiKeyDecider.decide(
+          { type: 'RevokeApiKey', keyId, revoker: options.revoker ?? null, force: options.force ?? false, anotherKeyManager: witness !== null },
+          key.state,
+        );
+        return [decidedWrite(stream, key, apiKeyDecider, events, ctx), ...(witness ? [unchangedSince(witness.stream, witness.loaded)] : [])];
       });
     },
   };

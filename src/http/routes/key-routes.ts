@@ -81,14 +81,18 @@ export const keyRoutes = createRouter()
       operationId: 'revokeKey',
       tags,
       summary: 'Revoke an API key (effective on the next request)',
+      description:
+        'A key revokes only keys whose permissions it holds itself (403 `insufficient_permissions`). ' +
+        "The business's last active private key with `keys:write` cannot be revoked over the API: 409 `last_private_key` " +
+        '(`loyalty keys revoke --force` can). Revoking a revoked key answers 200 with the key as it stands.',
       middleware: guard(['keys:write'], { authorize: mayRevoke }),
       request: { params: KeyIdParamSchema },
-      responses: { 200: jsonResponse(KeySchema, 'The key as it now stands, with revoked_at set.'), ...errorResponses(404) },
+      responses: { 200: jsonResponse(KeySchema, 'The key as it now stands, with revoked_at set.'), ...errorResponses(404, 409) },
     }),
     async (c) => {
       const { key_id } = c.req.valid('param');
       const { services, principal } = c.var;
-      await services.commands.apiKeys.revoke(commandContext(c), key_id);
+      await services.commands.apiKeys.revoke(commandContext(c), key_id, { revoker: principal.permissions });
       const row = await services.queries.access.key(principal.businessId, key_id);
       if (!row) throw errors.keyNotFound(key_id);
       return c.json(presentKey(row), 200);

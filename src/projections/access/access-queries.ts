@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { ApiKeyRow, BusinessRow, Database } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
 import { precompiled } from '../precompiled-query.js';
@@ -36,6 +36,23 @@ export function accessQueries(db: Kysely<Database>) {
     keys(businessId: string, page: PageRequest) {
       const q = db.selectFrom('api_keys').selectAll().where('business_id', '=', businessId);
       return fetchPage(q, page, async (id) => (await key(businessId, id))?.seq);
+    },
+
+    /**
+     * Ids of the business's active private keys holding keys:write, oldest first: the candidates
+     * the revoke command checks on the event log before revoking one of them.
+     */
+    async keyManagerIds(businessId: string): Promise<string[]> {
+      const rows = await db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('business_id', '=', businessId)
+        .where('type', '=', 'private')
+        .where('revoked_at', 'is', null)
+        .where(sql<boolean>`${'keys:write'} = any(permissions)`)
+        .orderBy('seq')
+        .execute();
+      return rows.map((row) => row.id);
     },
 
     /** Keys of every business (CLI). */
