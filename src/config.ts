@@ -21,7 +21,12 @@ export interface Config {
   /** The same for each public key, whose bucket every browser visitor using it shares. */
   publicRateLimitRps: number;
   publicRateLimitBurst: number;
+  /** LOYALTY_PROCESSES: HTTP processes of `loyalty serve` on a PostgreSQL server; unset: one per core (see `--processes`). */
+  processes: number | undefined;
 }
+
+/** More HTTP processes than any machine has cores is a typo, not a plan. */
+const MAX_PROCESSES = 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const rateLimitRps = intSetting(env, 'LOYALTY_RATE_LIMIT_RPS', 100);
@@ -40,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitBurst,
     publicRateLimitRps: intSetting(env, 'LOYALTY_PUBLIC_RATE_LIMIT_RPS', rateLimitRps),
     publicRateLimitBurst: intSetting(env, 'LOYALTY_PUBLIC_RATE_LIMIT_BURST', rateLimitBurst, { min: 1 }),
+    processes: env.LOYALTY_PROCESSES?.trim() ? intSetting(env, 'LOYALTY_PROCESSES', 1, { min: 1, max: MAX_PROCESSES }) : undefined,
   };
 }
 
@@ -59,6 +65,28 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * How many HTTP processes `loyalty serve` runs: `--processes` (`flag`), else LOYALTY_PROCESSES,
+ * else one per core (`cores`) on a PostgreSQL server. The embedded store has a single owner
+ * (PGlite), so there more than one is refused.
+ *
+ * @example
+ * servingProcesses(loadConfig({ DATABASE_URL: url }), '4', 2); // 4
+ * servingProcesses(loadConfig({}), '4', 2); // ConfigError: --processes 4 needs a PostgreSQL server…
+ */
+export function servingProcesses(config: Config, flag: string | undefined, cores: number): number {
+  const requested = flag === undefined ? config.processes : intSetting({ '--processes': flag }, '--processes', 1, { min: 1, max: MAX_PROCESSES });
+  if (config.databaseUrl) return requested ?? cores;
+  if (requested !== undefined && requested > 1) {
+    const name = flag === undefined ? 'LOYALTY_PROCESSES' : '--processes';
+    throw new ConfigError(
+      name,
+      `${name} ${requested} needs a PostgreSQL server (DATABASE_URL): one process owns the embedded store (PGlite), so it serves with one; use 1, or set DATABASE_URL.`,
+    );
+  }
+  return 1;
 }
 
 /** An unset or empty variable takes `fallback`; anything but a whole number in [min, max] is refused. */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, servingProcesses } from '../../src/config.js';
 import { freePort, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
 
 /** An embedded store's directory plus the settings under test (the child gets no other store settings). */
@@ -39,6 +39,8 @@ describe('settings read at start', () => {
     ['LOYALTY_RATE_LIMIT_BURST', '0'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_BURST', 'many'],
+    ['LOYALTY_PROCESSES', '0'],
+    ['LOYALTY_PROCESSES', '2.5'],
     ['LOG_LEVEL', 'loud'],
     ['DATABASE_URL', 'localhost:5432'],
     ['DATABASE_URL', 'postgres://user:pa%ss@host/db'],
@@ -68,6 +70,19 @@ describe('settings read at start', () => {
     });
     // The public-key limits follow the general ones unless set.
     expect(loadConfig({ LOYALTY_RATE_LIMIT_RPS: '7', LOYALTY_RATE_LIMIT_BURST: '9' })).toMatchObject({ publicRateLimitRps: 7, publicRateLimitBurst: 9 });
+  });
+
+  it('serves with --processes, else LOYALTY_PROCESSES, else one process per core on a server; with one on the embedded store', () => {
+    const server = loadConfig({ DATABASE_URL: 'postgres://u@db/loyalty' });
+    expect(servingProcesses(server, undefined, 8)).toBe(8);
+    expect(servingProcesses(server, '3', 8)).toBe(3);
+    expect(servingProcesses({ ...server, processes: 2 }, undefined, 8)).toBe(2);
+    expect(servingProcesses({ ...server, processes: 2 }, '5', 8)).toBe(5);
+    expect(servingProcesses(loadConfig({}), undefined, 8)).toBe(1);
+    expect(servingProcesses(loadConfig({ LOYALTY_PROCESSES: '1' }), '1', 8)).toBe(1);
+    expect(() => servingProcesses(server, '0', 8)).toThrow(ConfigError);
+    expect(() => servingProcesses(loadConfig({}), '2', 8)).toThrow(/--processes 2 needs a PostgreSQL server/);
+    expect(() => servingProcesses(loadConfig({ LOYALTY_PROCESSES: '2' }), undefined, 8)).toThrow(/LOYALTY_PROCESSES 2 needs a PostgreSQL server/);
   });
 });
 
