@@ -8,7 +8,7 @@ import type { Services } from '../services.js';
 import { registerDocs } from './docs-routes.js';
 import type { AppEnv } from './env.js';
 import { errorResponse, toApiError } from './error-response.js';
-import { registerOps } from './ops-routes.js';
+import { type Metrics, registerOps } from './ops-routes.js';
 import { authenticate } from './middleware/auth.js';
 import { preflight, publicKeyCors } from './middleware/cors.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -40,6 +40,10 @@ export interface AppOptions {
   now?: () => number;
   /** True once the server drains (SIGTERM): every answer then says `Connection: close`. */
   draining?: () => boolean;
+  /** This process's metrics, when the caller needs them too (a cluster child answers the primary from them). */
+  metrics?: Metrics;
+  /** What `/metrics` answers, when not this process's metrics alone (a cluster child: the whole instance's). */
+  metricsText?: () => Promise<string>;
 }
 
 /**
@@ -66,7 +70,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   });
   app.use('*', requestLog);
   app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
-  const ops = registerOps(app, services);
+  const ops = registerOps(app, services, options.metrics, options.metricsText);
   app.use('*', ops.measure);
   registerDocs(app);
   app.use('/api/*', preflight);

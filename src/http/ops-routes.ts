@@ -1,4 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Services } from '../services.js';
@@ -20,12 +21,19 @@ async function projectionLag(services: Services) {
   });
 }
 
+/** One process's metrics: its registry, and the middleware that times each request into it. */
+export interface Metrics {
+  registry: Registry;
+  measure: MiddlewareHandler<AppEnv>;
+}
+
 /**
- * `/healthz` (the process is up), `/readyz` (the store answers and the read models are close to the
- * log) and `/metrics` (Prometheus text: request latency by route and status, projection lag,
- * webhook queue depth). None needs a key: they carry no business data.
+ * The metrics of this process: request latency by route and status (and requests per process),
+ * projection lag and events, webhook queue depth. In a cluster the primary sums every child's
+ * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
+ * read from the database, the same in every process, take the largest value instead of a sum.
  */
-export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
+export function createMetrics(services: Services): Metrics {
   const registry = new Registry();
   const requestDuration = new Histogram({
     name: 'loyalty_http_request_duration_seconds',
@@ -34,6 +42,14 @@ export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
     buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  // Shows how an instance's processes share the load (and which pids serve), summed or not.
+  const requestsByProcess = new Counter({
+    name: 'loyalty_http_requests_by_process_total',
+    help: 'HTTP requests answered by each process of this instance (by pid)',
+    labelNames: ['pid'],
+    registers: [registry],
+  });
+  const pid = String(process.pid);
   const eventsProjected = new Counter({
     name: 'loyalty_projection_events_total',
     help: 'Events applied by each projector in this process',
@@ -45,6 +61,7 @@ export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
     help: 'Events in the log not yet applied by each projector',
     labelNames: ['projection'],
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       for (const p of await projectionLag(services)) this.set({ projection: p.name }, p.lag);
     },
@@ -53,6 +70,7 @@ export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
     name: 'loyalty_webhook_queue_depth',
     help: 'Webhook messages waiting for delivery',
     registers: [registry],
+    aggregator: 'max',
     async collect() {
       const row = await services.db
         .selectFrom('webhook_messages')
@@ -71,8 +89,23 @@ export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
     await next();
     const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
     requestDuration.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
+    requestsByProcess.inc({ pid });
   });
+  return { registry, measure };
+}
 
+/**
+ * `/healthz` (the process is up), `/readyz` (the store answers and the read models are close to the
+ * log) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
+ * business data. `metricsText` is what `/metrics` answers: by default this process's registry; in
+ * a cluster child, the whole instance's.
+ */
+export function registerOps(
+  app: OpenAPIHono<AppEnv>,
+  services: Services,
+  metrics: Metrics = createMetrics(services),
+  metricsText: () => Promise<string> = () => metrics.registry.metrics(),
+) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     try {
@@ -84,8 +117,9 @@ export function registerOps(app: OpenAPIHono<AppEnv>, services: Services) {
     }
   });
   app.get('/metrics', async (c) => {
-    c.header('Content-Type', registry.contentType);
-    return c.body(await registry.metrics());
+    const text = await metricsText();
+    c.header('Content-Type', metrics.registry.contentType);
+    return c.body(text);
   });
-  return { measure };
+  return { measure: metrics.measure };
 }
