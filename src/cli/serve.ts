@@ -1,9 +1,15 @@
 import type { Server } from 'node:http';
 import { Server as NetServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { serve as listen } from '@hono/node-server';
-import { type Config, ConfigError } from '../config.js';
-import { createApp } from '../http/app.js';
+import pino from 'pino';
+import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
+import type { ChildRole } from '../cluster/cluster-messages.js';
+import { superviseCluster } from '../cluster/cluster-primary.js';
+import { type Config, ConfigError, servingProcesses } from '../config.js';
+import { type AppOptions, createApp } from '../http/app.js';
 import { answerClientErrors } from '../http/client-error.js';
+import { createMetrics } from '../http/ops-routes.js';
 import { createServices, type Services } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
@@ -16,9 +22,11 @@ export type ServeRole = (typeof SERVE_ROLES)[number];
  * Runs the API and/or the workers (projections, webhook delivery). With role `all`, an empty store
  * first gets a business whose keys are printed once; split roles leave that to `loyalty init`, so
  * replicas starting together cannot each create one. SIGTERM/SIGINT stop accepting, let in-flight
- * requests finish, then close.
+ * requests finish, then close. On a PostgreSQL server, roles `all` and `api` run `processes` HTTP
+ * processes (`--processes`, else LOYALTY_PROCESSES, else one per core) under a primary
+ * (src/cluster/cluster-primary.ts); with one, or on the embedded store, everything runs in this process.
  */
-export async function serve(config: Config, role: ServeRole = 'all'): Promise<void> {
+export async function serve(config: Config, role: ServeRole = 'all', processesFlag?: string): Promise<void> {
   // Only one process may open an embedded store: an API without workers would never project.
   if (role !== 'all' && !config.databaseUrl) {
     throw new ConfigError(
@@ -26,6 +34,70 @@ export async function serve(config: Config, role: ServeRole = 'all'): Promise<vo
       `--role ${role} needs a PostgreSQL server (DATABASE_URL): one process owns the embedded store (PGlite), so it cannot be split into API and workers; use --role all, or set DATABASE_URL.`,
     );
   }
+  const processes = servingProcesses(config, processesFlag, availableParallelism());
+  const childRole = clusterChildRole();
+  if (childRole) return serveClusterChild(config, childRole);
+  if (role !== 'workers' && processes > 1) {
+    return superviseCluster(config, { role, processes, logger: pino({ level: config.logLevel }) });
+  }
+
+  const { services, stopListening } = await startRole(config, role);
+  if (role === 'all') await provisionOnFirstStart(services);
+  if (role === 'workers') {
+    services.logger.info({ store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
+    process.stdout.write('Workers running: projections and webhook delivery\n');
+    return stopOnSignal(services, (done) => void stopListening().then(done));
+  }
+  let draining = false;
+  const server = listenHttp(services, { draining: () => draining }, (port) => {
+    services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
+    process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}\n`);
+  });
+  stopOnSignal(services, (done) => {
+    draining = true;
+    void stopAccepting(server).then(done);
+    closeIdleAfterGrace(server);
+  });
+}
+
+/**
+ * A child of a cluster (see cluster-primary.ts): `api` is `serve --role api` without its own
+ * "Listening on" line and with the instance's `/metrics`; `workers` is `serve --role workers` that
+ * also provisions an empty store. Both shut down when the primary says, in two steps for HTTP.
+ */
+async function serveClusterChild(config: Config, role: ChildRole): Promise<void> {
+  const channel = primaryChannel();
+  const { services, stopListening } = await startRole(config, role);
+  const metrics = createMetrics(services);
+  channel.answerMetrics(metrics.registry);
+  if (role === 'workers') {
+    await provisionOnFirstStart(services);
+    channel.ready();
+    channel.onDrain(() => shutDown(services, 'drain', (done) => void stopListening().then(done)));
+    return;
+  }
+  let draining = false;
+  const options: AppOptions = { draining: () => draining, metrics, metricsText: () => channel.instanceMetrics() };
+  const server = listenHttp(services, options, (port) => {
+    services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
+    // Asked before the server listened, stopping would not stop it: so only from here on.
+    let closed: Promise<void> | undefined;
+    channel.onStopListening(() => {
+      closed = stopAccepting(server);
+      channel.stoppedListening();
+    });
+    channel.onDrain(() =>
+      shutDown(services, 'drain', (done) => {
+        draining = true;
+        void (closed ?? stopAccepting(server)).then(done);
+        closeIdleAfterGrace(server);
+      }),
+    );
+  });
+}
+
+/** Opens the services for a role and starts its background work and cross-process wake-ups. */
+async function startRole(config: Config, role: ServeRole): Promise<{ services: Services; stopListening: () => Promise<void> }> {
   const services = await createServices({ config, projectionsElsewhere: role === 'api' });
   if (role !== 'api') {
     // Whether the store is new is read from the read models, so bring them up to the log first.
@@ -39,29 +111,23 @@ export async function serve(config: Config, role: ServeRole = 'all'): Promise<vo
   if (config.databaseUrl && role === 'workers') {
     stopListening = await listenForAppends(config.databaseUrl, () => services.projections.runners.forEach((r) => r.wake()), services.logger);
   }
-  if (role === 'all' && (await services.queries.access.businesses()).length === 0) {
-    const first = await provisionBusiness(services, 'My business', 'unlimited');
-    process.stdout.write(`${describeKeys(first, 'First start: created a business and its API keys.')}\n`);
-  }
-  if (role === 'workers') {
-    services.logger.info({ store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
-    process.stdout.write('Workers running: projections and webhook delivery\n');
-    return stopOnSignal(services, (done) => void stopListening().then(done));
-  }
-  let draining = false;
-  const app = createApp(services, { draining: () => draining });
-  const server = listen({ fetch: app.fetch, port: config.port, hostname: config.host }, (info) => {
-    services.logger.info({ port: info.port, host: config.host, store: services.database.kind }, 'loyalty API listening');
-    process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${info.port}\n`);
-  }) as Server;
+  return { services, stopListening };
+}
 
+/** On an empty store, the first business and its keys, printed once (read models caught up first). */
+async function provisionOnFirstStart(services: Services): Promise<void> {
+  if ((await services.queries.access.businesses()).length > 0) return;
+  const first = await provisionBusiness(services, 'My business', 'unlimited');
+  process.stdout.write(`${describeKeys(first, 'First start: created a business and its API keys.')}\n`);
+}
+
+function listenHttp(services: Services, options: AppOptions, onListening: (port: number) => void): Server {
+  const app = createApp(services, options);
+  const { port, host } = services.config;
+  const server = listen({ fetch: app.fetch, port, hostname: host }, (info) => onListening(info.port)) as Server;
   // A request Node cannot parse (oversized headers, broken framing) gets a JSON error too.
   answerClientErrors(server, services.logger);
-
-  stopOnSignal(services, (done) => {
-    draining = true;
-    drainConnections(server, done);
-  });
+  return server;
 }
 
 /** How long a keep-alive connection idle at shutdown may still bring one more request. */
@@ -71,28 +137,34 @@ const IDLE_GRACE_MS = 1000;
  * Stops accepting connections and lets each open one end after its next answer (which carries
  * `Connection: close`, see `draining` above), so no request a client has sent on a kept-alive
  * connection is cut off. `http.Server.close` would also destroy the connections idle at that
- * instant, racing a client that is just sending on one; those are closed after a grace instead.
- * `done` runs once the last connection has closed.
+ * instant, racing a client that is just sending on one; those are closed after a grace instead
+ * (`closeIdleAfterGrace`). Resolves once the last connection has closed.
  */
-function drainConnections(server: Server, done: () => void): void {
-  NetServer.prototype.close.call(server, () => done());
+function stopAccepting(server: Server): Promise<void> {
+  return new Promise((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+}
+
+function closeIdleAfterGrace(server: Server): void {
   setTimeout(() => server.closeIdleConnections(), IDLE_GRACE_MS).unref();
 }
 
 /** On SIGTERM/SIGINT: `drain` (stop accepting, finish in-flight work), close the services, exit. */
 function stopOnSignal(services: Services, drain: (done: () => void) => void): void {
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    services.logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000).unref();
-    drain(async () => {
-      await services.close();
-      clearTimeout(force);
-      process.exit(0);
-    });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => shutDown(services, 'SIGTERM', drain));
+  process.on('SIGINT', () => shutDown(services, 'SIGINT', drain));
+}
+
+let stopping = false;
+
+/** `drain`, then close the services and exit 0; exit 1 if that takes more than 10 s. Once only. */
+function shutDown(services: Services, reason: string, drain: (done: () => void) => void): void {
+  if (stopping) return;
+  stopping = true;
+  services.logger.info({ signal: reason }, 'shutting down');
+  const force = setTimeout(() => process.exit(1), 10_000).unref();
+  drain(async () => {
+    await services.close();
+    clearTimeout(force);
+    process.exit(0);
+  });
 }

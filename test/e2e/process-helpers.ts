@@ -121,15 +121,18 @@ export interface ServerProcess {
 
 /**
  * Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line (with
- * `role: 'workers'`, which serves no HTTP: its "Workers running" line).
+ * `role: 'workers'`, which serves no HTTP: its "Workers running" line). One HTTP process unless
+ * `processes` says more (on a PostgreSQL server `serve` would otherwise use every core): a test
+ * names the topology it means.
  */
 export async function startServer(
   store: ProcessStore,
-  { timeoutMs = 60_000, role }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers' } = {},
+  { timeoutMs = 60_000, role, processes = 1 }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const ready = role === 'workers' ? 'Workers running' : 'Listening on';
-  const child = spawnLoyalty(['serve', ...(role ? ['--role', role] : [])], { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
+  const args = ['serve', ...(role ? ['--role', role] : []), '--processes', String(processes)];
+  const child = spawnLoyalty(args, { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));

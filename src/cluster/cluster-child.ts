@@ -1,0 +1,121 @@
+import cluster from 'node:cluster';
+import type { Registry } from 'prom-client';
+import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
+
+/** How long an HTTP child waits for the instance's metrics (the primary itself waits 5 s per child). */
+const INSTANCE_METRICS_TIMEOUT_MS = 10_000;
+
+/** The role this process was forked for, when it is a child of a `loyalty serve` cluster. */
+export function clusterChildRole(): ChildRole | undefined {
+  if (!cluster.isWorker) return undefined;
+  const role = process.env[CHILD_ROLE_VARIABLE];
+  return role === 'api' || role === 'workers' ? role : undefined;
+}
+
+/** A child's side of the channel to its primary (see cluster-messages.ts). */
+export interface PrimaryChannel {
+  /** The workers child is running. */
+  ready(): void;
+  stoppedListening(): void;
+  /** Runs `act` when the primary says to stop listening (at once if it already has). */
+  onStopListening(act: () => void): void;
+  /** Runs `act` when the primary says to shut down (at once if it already has). */
+  onDrain(act: () => void): void;
+  /** Answers the primary's requests for this process's metrics from `registry`. */
+  answerMetrics(registry: Registry): void;
+  /** The whole instance's metrics, summed by the primary. */
+  instanceMetrics(): Promise<string>;
+}
+
+/**
+ * Opens the channel. Call it first thing: a request to stop may come while the child is still
+ * starting, and is kept until the child can act on it. From then on the child ignores SIGTERM and
+ * SIGINT: Ctrl-C reaches every process of the group and systemd signals the whole control group,
+ * but the drain must go in the primary's order (see cluster-primary.ts), so the primary, which
+ * gets the signal too, passes it on as messages.
+ *
+ * @example
+ * const channel = primaryChannel();
+ * channel.onDrain(() => shutDown());
+ */
+export function primaryChannel(): PrimaryChannel {
+  process.on('SIGTERM', () => {});
+  process.on('SIGINT', () => {});
+  const stopListening = latch();
+  const drain = latch();
+  let registry: Registry | undefined;
+  let nextId = 0;
+  const asked = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
+
+  // The callback swallows the error of a channel already closed: the primary is gone, and this child with it.
+  const send = (message: ToPrimary) => void process.send!(message, undefined, undefined, () => {});
+
+  process.on('message', (message: unknown) => {
+    if (!isLoyaltyMessage<ToChild>(message)) return;
+    switch (message.type) {
+      case 'loyalty:stop-listening':
+        return stopListening.fire();
+      case 'loyalty:drain':
+        return drain.fire();
+      case 'loyalty:collect-metrics': {
+        const { id } = message;
+        if (!registry) return send({ type: 'loyalty:metrics', id, metrics: [] });
+        registry.getMetricsAsJSON().then(
+          (metrics) => send({ type: 'loyalty:metrics', id, metrics }),
+          (error: Error) => send({ type: 'loyalty:metrics', id, error: error.message }),
+        );
+        return;
+      }
+      case 'loyalty:instance-metrics': {
+        const request = asked.get(message.id);
+        asked.delete(message.id);
+        if (message.text !== undefined) request?.resolve(message.text);
+        else request?.reject(new Error(`the instance's metrics could not be collected: ${message.error}`));
+        return;
+      }
+      default: {
+        const _exhaustive: never = message;
+        return _exhaustive;
+      }
+    }
+  });
+
+  return {
+    ready: () => send({ type: 'loyalty:ready' }),
+    stoppedListening: () => send({ type: 'loyalty:stopped-listening' }),
+    onStopListening: (act) => stopListening.on(act),
+    onDrain: (act) => drain.on(act),
+    answerMetrics: (r) => void (registry = r),
+    instanceMetrics: () =>
+      new Promise<string>((resolve, reject) => {
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          asked.delete(id);
+          reject(new Error(`the primary did not send the instance's metrics within ${INSTANCE_METRICS_TIMEOUT_MS} ms`));
+        }, INSTANCE_METRICS_TIMEOUT_MS);
+        const settle = <T>(then: (value: T) => void) => (value: T) => {
+          clearTimeout(timer);
+          then(value);
+        };
+        asked.set(id, { resolve: settle(resolve), reject: settle(reject) });
+        send({ type: 'loyalty:metrics-request', id });
+      }),
+  };
+}
+
+/** Something that happens once, and an action that runs when it has, whichever comes first. */
+function latch() {
+  let fired = false;
+  let action: (() => void) | undefined;
+  return {
+    fire() {
+      if (fired) return;
+      fired = true;
+      action?.();
+    },
+    on(act: () => void) {
+      action = act;
+      if (fired) act();
+    },
+  };
+}

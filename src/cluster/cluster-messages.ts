@@ -1,0 +1,39 @@
+/**
+ * What the primary of `loyalty serve` and its children say to each other over their IPC channel.
+ * Shutdown goes through these messages rather than signals: it takes two steps across all the
+ * HTTP children (every one stops listening, and only then do they drain; see `stop` in
+ * cluster-primary.ts), and the primary must hear when each has done the first.
+ */
+
+/** The environment variable through which the primary tells a child its role (not a setting). */
+export const CHILD_ROLE_VARIABLE = 'LOYALTY_CLUSTER_CHILD';
+
+/** An HTTP process (`serve --role api`), or the one process of projections and webhook delivery. */
+export type ChildRole = 'api' | 'workers';
+
+/** One registry's `getMetricsAsJSON()`, as it crosses the channel. */
+export type MetricsJson = object[];
+
+export type ToChild =
+  /** Stop listening; keep serving the open connections as usual, and say `stopped-listening`. */
+  | { type: 'loyalty:stop-listening' }
+  /** Shut down: answer what was received (`Connection: close`), stop background work, exit. */
+  | { type: 'loyalty:drain' }
+  /** Send this process's metrics (`metrics`). */
+  | { type: 'loyalty:collect-metrics'; id: number }
+  /** The instance's metrics, asked for with `metrics-request`. */
+  | { type: 'loyalty:instance-metrics'; id: number; text?: string; error?: string };
+
+export type ToPrimary =
+  /** The workers child is caught up, has provisioned an empty store, and runs. */
+  | { type: 'loyalty:ready' }
+  | { type: 'loyalty:stopped-listening' }
+  | { type: 'loyalty:metrics'; id: number; metrics?: MetricsJson; error?: string }
+  /** An HTTP child was asked for `/metrics`: the instance's, please. */
+  | { type: 'loyalty:metrics-request'; id: number };
+
+/** Whether `message` is one of ours (cluster and prom-client send their own on the channel too). */
+export function isLoyaltyMessage<T extends ToChild | ToPrimary>(message: unknown): message is T {
+  const type = (message as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && type.startsWith('loyalty:');
+}

@@ -1,0 +1,205 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { assertReachable, openDatabase } from '../db/database.js';
+import { migrateToLatest } from '../db/migrations.js';
+import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
+import { MetricsCollector } from './cluster-metrics.js';
+import { RestartBackoff } from './restart-backoff.js';
+
+/** CONTRACT.md §12 gives a drain 10 s; past this the primary kills what is left and exits 1. */
+const STOP_DEADLINE_MS = 9_500;
+
+interface Child {
+  readonly role: ChildRole;
+  /** For the logs: "HTTP process 2", "the workers process". */
+  readonly label: string;
+  /** Undefined while it waits to be restarted, and once it has exited during the stop. */
+  worker: Worker | undefined;
+  /** Listening (HTTP), or caught up and running (workers). */
+  ready: boolean;
+  stoppedListening: boolean;
+  readonly backoff: RestartBackoff;
+  restart: NodeJS.Timeout | undefined;
+}
+
+export interface ClusterOptions {
+  /** `all`: HTTP children and one workers child; `api`: HTTP children only (workers run elsewhere). */
+  role: 'all' | 'api';
+  /** How many HTTP children. */
+  processes: number;
+  logger: Logger;
+}
+
+/**
+ * `loyalty serve` on every core: this process (the primary) forks `processes` HTTP children
+ * (`--role api`, sharing the port through node:cluster, which hands each new connection to the
+ * next child) and, for role `all`, one workers child (projections and webhook delivery: one set
+ * per instance, whatever the number of HTTP processes). The primary itself only supervises. Why
+ * not let it run the workers, one process fewer: with cluster's round-robin it accepts every
+ * connection of the instance, so a long projection batch or a webhook burst in it would delay
+ * every new connection; and a bug in the workers would take the whole instance down instead of
+ * one child that is restarted like any other.
+ *
+ * - Start: the primary checks the database and migrates (one line if it cannot, not one per
+ *   child), starts the workers child and waits until it has caught up and, on an empty store,
+ *   created the first business and printed its keys (it is the only process that may, so that
+ *   happens once), then starts the HTTP children and prints "Listening on" once all listen.
+ * - The HTTP children write as `--role api` does: each append is signalled with `pg_notify` to
+ *   the workers child, and a write answers once the workers' checkpoints have passed it.
+ * - A child that dies is restarted after a pause that grows while it keeps dying young.
+ * - `/metrics`, asked of any HTTP child, is the sum of every child's (cluster-metrics.ts).
+ * - SIGTERM/SIGINT: see `stop`.
+ */
+export async function superviseCluster(config: Config, { role, processes, logger }: ClusterOptions): Promise<void> {
+  await prepareDatabase(config.databaseUrl!);
+  const child = (r: ChildRole, label: string): Child => ({
+    role: r,
+    label,
+    worker: undefined,
+    ready: false,
+    stoppedListening: false,
+    backoff: new RestartBackoff(),
+    restart: undefined,
+  });
+  const workers = role === 'all' ? [child('workers', 'the workers process')] : [];
+  const apis = Array.from({ length: processes }, (_, i) => child('api', `HTTP process ${i + 1}`));
+  const children = [...workers, ...apis];
+  const metrics = new MetricsCollector();
+  let state: 'starting' | 'running' | 'stopping' = 'starting';
+  let port = config.port;
+  let cleanExits = true;
+
+  // Whoever waits for the children (`until`) looks again whenever one changes.
+  const waiting = new Set<() => void>();
+  const changed = () => [...waiting].forEach((check) => check());
+  const until = (done: () => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!done()) return;
+        waiting.delete(check);
+        resolve();
+      };
+      waiting.add(check);
+      check();
+    });
+  const tell = (c: Child, message: ToChild) => void c.worker?.send(message, () => {});
+
+  const fork = (c: Child) => {
+    const worker = cluster.fork({ [CHILD_ROLE_VARIABLE]: c.role });
+    Object.assign(c, { worker, ready: false, stoppedListening: false });
+    c.backoff.started(Date.now());
+    worker.on('listening', (address) => {
+      port = address.port;
+      c.ready = true;
+      changed();
+    });
+    worker.on('message', (message: unknown) => onMessage(c, worker, message));
+    worker.on('exit', (code, signal) => onExit(c, worker, code, signal));
+  };
+
+  const onMessage = (c: Child, worker: Worker, message: unknown) => {
+    if (!isLoyaltyMessage<ToPrimary>(message)) return;
+    switch (message.type) {
+      case 'loyalty:ready':
+        c.ready = true;
+        return changed();
+      case 'loyalty:stopped-listening':
+        c.stoppedListening = true;
+        return changed();
+      case 'loyalty:metrics':
+        return metrics.answered(message);
+      case 'loyalty:metrics-request': {
+        const running = children.flatMap((o) => (o.ready && o.worker?.isConnected() ? [o.worker] : []));
+        const { id } = message;
+        metrics.instanceText(running).then(
+          (text) => worker.send({ type: 'loyalty:instance-metrics', id, text } satisfies ToChild, () => {}),
+          (error: Error) => worker.send({ type: 'loyalty:instance-metrics', id, error: error.message } satisfies ToChild, () => {}),
+        );
+        return;
+      }
+      default: {
+        const _exhaustive: never = message;
+        return _exhaustive;
+      }
+    }
+  };
+
+  const onExit = (c: Child, worker: Worker, code: number | null, signal: string | null) => {
+    if (c.worker !== worker) return;
+    c.worker = undefined;
+    c.ready = false;
+    metrics.forget(worker);
+    changed();
+    const how = { pid: worker.process.pid, code, signal };
+    if (state === 'stopping') {
+      if (code !== 0) cleanExits = false;
+      return;
+    }
+    if (state === 'starting') {
+      // It has said why on the shared stderr (a child exits with the CLI's codes).
+      logger.error(how, `${c.label} exited while the instance was starting; stopping`);
+      void stop('start failed', code || 1);
+      return;
+    }
+    const delayMs = c.backoff.crashed(Date.now());
+    logger.error({ ...how, restart_in_ms: delayMs }, `${c.label} exited; restarting it`);
+    c.restart = setTimeout(() => {
+      c.restart = undefined;
+      if (state !== 'stopping') fork(c);
+    }, delayMs);
+  };
+
+  /**
+   * The drain, in an order that leaves no request unanswered:
+   * 1. every HTTP child stops listening and says so; when the last has, the port refuses new
+   *    connections (ECONNREFUSED: never sent, safe to retry elsewhere). Until then they answer as
+   *    usual, keep-alive included, so no client is sent to reconnect to a port about to close:
+   *    cluster would lose a connection it had accepted and not yet handed to a child;
+   * 2. each then answers what it has received, with `Connection: close`, and exits;
+   * 3. the workers child last, since the HTTP children's writes wait for its checkpoints.
+   * The primary exits 0 once every child has exited 0.
+   */
+  async function stop(reason: string, exitCode?: number): Promise<void> {
+    if (state === 'stopping') return;
+    state = 'stopping';
+    logger.info({ reason }, 'shutting down');
+    setTimeout(() => {
+      logger.error('children still running 9.5 s after the stop began; killing them');
+      for (const c of children) c.worker?.process.kill('SIGKILL');
+      process.exit(1);
+    }, STOP_DEADLINE_MS).unref();
+    for (const c of children) clearTimeout(c.restart);
+    for (const c of apis) tell(c, { type: 'loyalty:stop-listening' });
+    await until(() => apis.every((c) => !c.worker || c.stoppedListening));
+    for (const c of apis) tell(c, { type: 'loyalty:drain' });
+    await until(() => apis.every((c) => !c.worker));
+    for (const c of workers) tell(c, { type: 'loyalty:drain' });
+    await until(() => children.every((c) => !c.worker));
+    process.exit(exitCode ?? (cleanExits ? 0 : 1));
+  }
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  for (const group of [workers, apis]) {
+    group.forEach(fork);
+    await until(() => state !== 'starting' || group.every((c) => c.ready));
+    if (state !== 'starting') return;
+  }
+  state = 'running';
+  const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
+  const what = `${processes} HTTP processes${workers.length ? ' and a workers process' : ''}`;
+  logger.info({ port, host: config.host, processes, pids: children.map((c) => c.worker?.process.pid) }, 'loyalty API listening');
+  process.stdout.write(`Listening on http://${host}:${port} (${what})\n`);
+}
+
+/** Reaches the database and brings the schema up to date, once, before any child starts. */
+async function prepareDatabase(databaseUrl: string): Promise<void> {
+  const database = await openDatabase({ databaseUrl });
+  await assertReachable(database, databaseUrl);
+  try {
+    await migrateToLatest(database.db);
+  } finally {
+    await database.close();
+  }
+}

@@ -1,0 +1,229 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  api,
+  exitWithin,
+  freshStore,
+  killAllProcesses,
+  printedKeys,
+  type ProcessStore,
+  runCli,
+  SERVER_MODE,
+  type ServerProcess,
+  startServer,
+} from './process-helpers.js';
+
+/**
+ * CONTRACT.md §12: on a PostgreSQL server `loyalty serve` runs one HTTP process per core
+ * (`--processes N`) and one set of workers, restarts a child that dies, keeps `/metrics` right for
+ * the whole instance, and drains every child on SIGTERM. Real processes on the local server.
+ */
+
+const stores: ProcessStore[] = [];
+async function newStore(): Promise<ProcessStore> {
+  const base = await freshStore();
+  // Bursts of parallel requests from one key: the rate limit is not what these tests are about.
+  const store = { env: { ...base.env, LOYALTY_RATE_LIMIT_RPS: '0' }, dispose: base.dispose };
+  stores.push(store);
+  return store;
+}
+
+afterEach(async () => {
+  await killAllProcesses();
+  await Promise.all(stores.splice(0).map((s) => s.dispose()));
+});
+
+/** One GET on a connection of its own, so that cluster hands it to the next child in turn. */
+function getOnNewConnection(baseUrl: string, urlPath: string, key: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    get(`${baseUrl}${urlPath}`, { agent: false, headers: { 'x-api-key': key } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+    }).once('error', reject);
+  });
+}
+
+/** The values of one metric in Prometheus text, by its label set as printed. */
+function samples(text: string, name: string): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = line.match(/^(\w+)(\{[^}]*\})? (\S+)$/);
+    if (match && match[1] === name) found.set(match[2] ?? '', Number(match[3]));
+  }
+  return found;
+}
+
+/** Requests answered so far by each HTTP process, by pid, from the instance's `/metrics`. */
+async function requestsByPid(server: ServerProcess): Promise<Map<number, number>> {
+  const metrics = await fetch(`${server.baseUrl}/metrics`);
+  expect(metrics.status).toBe(200);
+  const byPid = new Map<number, number>();
+  for (const [labels, count] of samples(await metrics.text(), 'loyalty_http_requests_by_process_total')) {
+    byPid.set(Number(labels.match(/pid="(\d+)"/)![1]), count);
+  }
+  return byPid;
+}
+
+const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
+
+describe.runIf(SERVER_MODE)(
+  `serve on every core${SERVER_MODE ? '' : ' (skipped: needs DATABASE_URL — the embedded store serves one process)'}`,
+  () => {
+    it('serves one port from 2 HTTP processes: the keys printed once, exact balances under parallel earns, /metrics summing both', async () => {
+      const server = await startServer(await newStore(), { processes: 2 });
+      const { privateKey: key } = printedKeys(server.stdout);
+      expect(key).toBeDefined();
+      expect(server.stdout.split(key!).length - 1).toBe(1);
+      expect(server.stdout).toMatch(/Listening on http:\/\/127\.0\.0\.1:\d+ \(2 HTTP processes and a workers process\)/);
+
+      const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'cores@example.com' } });
+      expect(customer.status).toBe(201);
+      const agent = new Agent({ connections: 16 });
+      const earns = await Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const response = await request(`${server.baseUrl}/api/v1/customers/${customer.body.id}/points/transaction`, {
+            method: 'POST',
+            dispatcher: agent,
+            headers: { 'content-type': 'application/json', 'x-api-key': key! },
+            body: JSON.stringify({ type: 'earn', amount: 1 + (i % 3), reference: `cores-${i}` }),
+          });
+          await response.body.text();
+          return response.statusCode;
+        }),
+      );
+      await agent.close();
+      expect(earns.filter((s) => s !== 201)).toEqual([]);
+      const sent = sum(Array.from({ length: 200 }, (_, i) => 1 + (i % 3)));
+      // Read on several connections, so every process is asked: each sees every write.
+      for (let i = 0; i < 5; i++) {
+        const read = await getOnNewConnection(server.baseUrl, `/api/v1/customers/${customer.body.id}`, key!);
+        expect(read.status).toBe(200);
+        expect(read.body.points_balance).toBe(sent);
+      }
+
+      // 1 + 200 + 5 API requests, served by two processes other than the primary, and counted
+      // once each in the instance's metrics whichever process answers the scrape.
+      const byPid = await requestsByPid(server);
+      expect(byPid.size).toBe(2);
+      expect(byPid.has(server.child.pid!)).toBe(false);
+      for (const count of byPid.values()) expect(count).toBeGreaterThan(0);
+      expect(sum(byPid.values())).toBe(206);
+      for (let i = 0; i < 4; i++) {
+        const text = await (await fetch(`${server.baseUrl}/metrics`, { headers: { connection: 'close' } })).text();
+        expect(sum(samples(text, 'loyalty_http_request_duration_seconds_count').values())).toBe(206);
+        expect(samples(text, 'loyalty_projection_lag_events').get('{projection="customers"}')).toBe(0);
+      }
+
+      server.signal('SIGTERM');
+      expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
+    }, 120_000);
+
+    it('restarts an HTTP process killed with SIGKILL, and the port answers throughout', async () => {
+      const server = await startServer(await newStore(), { processes: 2 });
+      const { privateKey: key } = printedKeys(server.stdout);
+      for (let i = 0; i < 6; i++) expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', key!)).status).toBe(200);
+      const before = [...(await requestsByPid(server)).keys()];
+      expect(before).toHaveLength(2);
+
+      process.kill(before[0]!, 'SIGKILL');
+      const deadline = Date.now() + 30_000;
+      while (!server.stdout.includes('exited; restarting it') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(server.stdout).toMatch(/HTTP process \d exited; restarting it/);
+
+      // One process serves alone until the new one listens; every request is answered meanwhile.
+      let pids: number[] = [];
+      while (Date.now() < deadline) {
+        expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', key!)).status).toBe(200);
+        pids = [...(await requestsByPid(server)).keys()];
+        if (pids.length === 2 && !pids.includes(before[0]!)) break;
+      }
+      expect(pids).toContain(before[1]);
+      expect(pids).toHaveLength(2);
+      expect(pids).not.toContain(before[0]);
+
+      server.signal('SIGTERM');
+      expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
+    }, 120_000);
+
+    it('drains on SIGTERM under keep-alive load: every child answers what it received, the primary exits 0, every applied earn was answered', async () => {
+      const store = await newStore();
+      const server = await startServer(store, { processes: 2 });
+      const { privateKey: key } = printedKeys(server.stdout);
+      const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'drain@example.com' } });
+      expect(customer.status).toBe(201);
+      const path = `/api/v1/customers/${customer.body.id}/points/transaction`;
+
+      const agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
+      const statuses: number[] = [];
+      const failures: string[] = [];
+      let sent = 0;
+      const loop = async (loopId: number) => {
+        for (let i = 0; ; i++) {
+          try {
+            const response = await request(`${server.baseUrl}${path}`, {
+              method: 'POST',
+              dispatcher: agent,
+              headers: { 'content-type': 'application/json', 'x-api-key': key! },
+              body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
+            });
+            await response.body.text();
+            statuses.push(response.statusCode);
+            sent++;
+          } catch (error) {
+            const e = error as { code?: string; cause?: { code?: string } };
+            failures.push(e.cause?.code ?? e.code ?? String(error));
+            return;
+          }
+        }
+      };
+      const loops = Array.from({ length: 16 }, (_, i) => loop(i));
+      while (sent < 200) await new Promise((r) => setTimeout(r, 20));
+      const served = await requestsByPid(server);
+      server.signal('SIGTERM');
+      const exit = await exitWithin(server, 10_000);
+      await Promise.all(loops);
+      await agent.close();
+
+      // Both processes were serving the load when the signal came.
+      expect(served.size).toBe(2);
+      expect(exit).toEqual({ code: 0, signal: null });
+      // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
+      expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
+      expect(statuses.filter((s) => s !== 201)).toEqual([]);
+
+      const again = await startServer(store);
+      const after = await api(again.baseUrl, 'GET', `/api/v1/customers/${customer.body.id}`, { key: key! });
+      expect(after.body.points_balance).toBe(statuses.length);
+      again.signal('SIGTERM');
+      expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+    }, 120_000);
+  },
+);
+
+describe('serve --processes on the embedded store', () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const embedded = (settings: Record<string, string> = {}): ProcessStore => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'loyalty-cluster-'));
+    dirs.push(dir);
+    return { env: { LOYALTY_DATA_DIR: dir, ...settings }, dispose: async () => {} };
+  };
+
+  it.each([
+    [['--processes', '2'], {}, '--processes'],
+    [[], { LOYALTY_PROCESSES: '4' }, 'LOYALTY_PROCESSES'],
+    [['--processes', 'many'], {}, '--processes'],
+  ])('serve %j with %j: exit 2, one line naming %s', async (args, settings, naming) => {
+    const run = await runCli(['serve', ...args], embedded(settings));
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n').filter(Boolean)).toHaveLength(1);
+    expect(run.stderr).toContain(naming);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});
