@@ -71,6 +71,11 @@ export interface ServerOptions {
   store: Store;
   /** Extra node flags, e.g. `--cpu-prof`. */
   nodeFlags?: string[];
+  /**
+   * HTTP processes (`serve --processes`); default 1, the rows measured so far (on PostgreSQL `serve`
+   * would otherwise fork one per core, and `pid`, `rssMb` and `--cpu-prof` would see the primary only).
+   */
+  processes?: number;
   /** Where the server's stdout and stderr go. */
   logFile: string;
 }
@@ -91,7 +96,7 @@ export class ServerProcess {
     // The server writes its logs straight into the file (no pipe through the bench process, which
     // is busy generating load); its first lines tell the port it listens on.
     const out = openSync(options.logFile, 'a');
-    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve'], {
+    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', '--processes', String(options.processes ?? 1)], {
       cwd: REPO_ROOT,
       env: {
         ...storeEnv(options.store),
