@@ -12,6 +12,8 @@ export interface Config {
   logLevel: string;
   /** Max time a write waits for the read models to catch up before answering (read-your-writes). */
   readYourWritesTimeoutMs: number;
+  /** How long a PostgreSQL server may take to answer a query or a connection before the request answers 503. */
+  databaseTimeoutMs: number;
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
   webhookAllowPrivate: boolean;
   /** Token bucket per API key: sustained requests per second (0 turns rate limiting off)… */
@@ -40,6 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: logLevelSetting(env),
     // setTimeout holds at most 2^31 - 1 ms; past that Node would wait 1 ms instead.
     readYourWritesTimeoutMs: intSetting(env, 'LOYALTY_RYW_TIMEOUT_MS', 5000, { max: 2_147_483_647 }),
+    databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,
     rateLimitBurst,

@@ -2,7 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { PGliteDialect } from './pglite-dialect.js';
+import { withQueryDeadline } from './query-deadline.js';
 import type { Database } from './schema.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -21,14 +23,22 @@ export interface OpenDatabaseOptions {
   /** A PGlite dump (`dumpDataDir`) to start from, which is much faster than a fresh init. */
   loadDataDir?: Blob | File | undefined;
   poolSize?: number;
+  /**
+   * On a PostgreSQL server: how long a query may wait for its answer, and for a connection (a new
+   * one, or a free one of the pool), before it fails with 503 `unavailable` (`LOYALTY_DB_TIMEOUT_MS`;
+   * default `CONNECT_TIMEOUT_MS`). Migrations and rebuilds run without it (`withoutQueryDeadline`).
+   */
+  timeoutMs?: number;
+  /** Says when the server stops and starts answering again. */
+  logger?: Logger | undefined;
 }
 
 /**
- * How long a query may wait for a connection — a new one to the server, or a free one of the
- * pool — before it fails (answered 503 `unavailable`). Without it a server that does not answer
- * (a frozen server or a dropped network, rather than a refused port) would hold forever every
- * request that needs a new connection. A query sent on an already open connection is not bounded
- * by it (docs/reliability.md, "Not yet covered").
+ * The default database deadline (`LOYALTY_DB_TIMEOUT_MS`): how long a query may wait for a
+ * connection — a new one to the server, or a free one of the pool — and then for its answer,
+ * before it fails (answered 503 `unavailable`). Without it a server that does not answer (a frozen
+ * server or a dropped network, rather than a refused port) would hold requests until it answers
+ * again (see `withQueryDeadline`).
  */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -38,10 +48,11 @@ pg.types.setTypeParser(INT8_OID, (v) => Number(v));
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl) {
+    const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 20,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      connectionTimeoutMillis: timeoutMs,
       // TCP keepalive finds a server that vanished without closing the connection.
       keepAlive: true,
     });
@@ -50,7 +61,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // between two queries of a transaction emits on itself, which needs its own listener.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger }) }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
+import { DatabaseNotAnswering } from '../db/query-deadline.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import type { AppEnv } from './env.js';
 import { redactSecrets } from './redact-secrets.js';
@@ -9,7 +10,8 @@ import { redactSecrets } from './redact-secrets.js';
  * PostgreSQL/driver failures that mean "the store is not available", answered 503 rather than 500:
  * unreachable or reset connections, the 08 class (connection exceptions), shutdown (57P01–03),
  * a statement timeout (57014), too many connections (53300), a database that does not exist
- * (3D000) or does not accept connections (55000, `allow_connections false`).
+ * (3D000) or does not accept connections (55000, `allow_connections false`); and a server that
+ * does not answer in time (`DatabaseNotAnswering`: the client-side deadline, src/db/query-deadline.ts).
  */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
@@ -17,6 +19,7 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 function isUnavailable(error: unknown): boolean {
+  if (error instanceof DatabaseNotAnswering) return true;
   const e = error as { code?: string; message?: string };
   return (
     (e?.code !== undefined && UNAVAILABLE_CODES.has(e.code)) ||

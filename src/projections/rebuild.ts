@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
 import { applyEvents, type Projector } from './projector.js';
@@ -50,12 +51,17 @@ export interface RebuildResult {
  * points at the live tables — analysts' views, grants, comments, index names — untouched, and
  * never takes a lock that blocks readers. It costs one copy of the rows inside the swap.
  */
-export async function rebuildProjections(
+export function rebuildProjections(
   db: Kysely<Database>,
   store: EventStore,
   projectors: readonly Projector[],
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
+  // A rebuild may run long (big pages, the swap waiting for a lock): no query deadline.
+  return withoutQueryDeadline(() => rebuild(db, store, projectors, options));
+}
+
+async function rebuild(db: Kysely<Database>, store: EventStore, projectors: readonly Projector[], options: RebuildOptions): Promise<RebuildResult> {
   const reactor = projectors.find((p) => p.reactor);
   if (reactor) throw new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
   const names = projectors.map((p) => p.name);
