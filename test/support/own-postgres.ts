@@ -62,6 +62,14 @@ export interface OwnPostgres {
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Starts it again on the same port; resolves once it accepts connections. */
   start(): Promise<void>;
+  /**
+   * Freezes the server without closing anything: SIGSTOP to the postmaster, then to every process
+   * it forked (backends and auxiliary processes), until none is left running. Open connections stay
+   * open and new ones are accepted by the kernel, but nothing answers: a hung host, as clients see it.
+   */
+  freeze(): Promise<void>;
+  /** SIGCONT to every process `freeze` stopped (and any child of the postmaster). Idempotent; `destroy` calls it. */
+  thaw(): void;
   /** Stops it (killing the postmaster if it will not stop) and removes its directory. Idempotent. */
   destroy(): Promise<void>;
   /** The server's log so far (for failure messages). */
@@ -107,6 +115,7 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
 
   let running = false;
   let destroyed = false;
+  const frozen = new Set<number>();
   const cluster: OwnPostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -118,9 +127,37 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
       await run('pg_ctl', ['stop', '-w', '-t', '30', '-m', mode, '-D', dataDir]);
       running = false;
     },
+    async freeze() {
+      const pid = postmasterPid();
+      if (!pid) throw new Error('freeze: the server is not running');
+      // The postmaster first, so it forks nothing new; then its children, until a pass finds no new one.
+      signal(pid, 'SIGSTOP');
+      frozen.add(pid);
+      for (let pass = 0; pass < 10; pass++) {
+        const fresh = childrenOf(pid).filter((child) => !frozen.has(child));
+        if (fresh.length === 0 && pass > 0) break;
+        for (const child of fresh) {
+          signal(child, 'SIGSTOP');
+          frozen.add(child);
+        }
+      }
+      // Signals are delivered asynchronously: wait until each process is really stopped.
+      const deadline = Date.now() + 5_000;
+      while ([...frozen].some((p) => !isStopped(p))) {
+        if (Date.now() > deadline) throw new Error(`freeze: processes ${[...frozen].filter((p) => !isStopped(p)).join(', ')} did not stop`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    thaw() {
+      const pid = postmasterPid();
+      for (const p of new Set([...frozen, ...(pid ? [pid, ...childrenOf(pid)] : [])])) signal(p, 'SIGCONT');
+      frozen.clear();
+    },
     async destroy() {
       if (destroyed) return;
       destroyed = true;
+      // A frozen server could be neither stopped nor killed cleanly (its children would stay stopped).
+      cluster.thaw();
       if (running || postmasterPid()) {
         await cluster.stop('immediate').catch(() => {
           const pid = postmasterPid();
@@ -152,9 +189,36 @@ function postgresUser(): { uid: number; gid: number } {
 }
 
 function killQuietly(pid: number): void {
+  signal(pid, 'SIGKILL');
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
   try {
-    process.kill(pid, 'SIGKILL');
+    process.kill(pid, name);
   } catch {
     // already gone
   }
+}
+
+/** `/proc/<pid>/stat`, split after the command name (which may hold spaces and parentheses): [state, ppid, …]. */
+function statFields(pid: number): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+function childrenOf(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => statFields(pid)?.[1] === String(parent));
+}
+
+/** Stopped by a signal (state T), or gone. */
+function isStopped(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state === undefined || state === 'T';
 }
