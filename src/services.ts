@@ -62,7 +62,7 @@ export async function createServices(options: ServicesOptions) {
     unlock();
     throw error;
   }
-  const eventLog = openEventStore(config.eventStoreUrl, database.db);
+  const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
   const projections = new Projections(database.db, store, {
     logger,

@@ -12,6 +12,10 @@ export interface CachedState<State> {
   revision: CachedRevision;
   /** The append this state assumes, while it is queued: a decision on the state names it as `after`. */
   pending?: Promise<AppendResult>;
+  /** While `pending`: the newest state known committed before it (a baseline to read forward from). */
+  committed?: { state: unknown; revision: CachedRevision };
+  /** Its append was decided again on other states: this one never becomes true. */
+  superseded?: boolean;
 }
 
 const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
@@ -74,12 +78,18 @@ export class StateCache {
    * Remembers `state` at `revision` as the state after `appended`, queued but not committed: the
    * next command decides on it at once instead of waiting for the commit. Once `appended`
    * commits the entry is an ordinary one; if it fails, the entry is forgotten (unless replaced since).
+   * `replace`: even over a newer entry (the append was decided again, and states queued after its
+   * first decision are wrong). Returns the entry, to mark it superseded if that happens to it.
    */
-  setQueued(stream: string, state: unknown, revision: number, appended: Promise<AppendResult>): void {
-    const entry: CachedState<unknown> = { state, revision, pending: appended };
-    if (!this.remember(stream, entry)) return;
+  setQueued(stream: string, state: unknown, revision: number, appended: Promise<AppendResult>, options: { replace?: boolean } = {}): CachedState<unknown> {
+    const before = this.entries.get(stream);
+    const committed = before && (before.pending ? before.committed : { state: before.state, revision: before.revision });
+    const entry: CachedState<unknown> = { state, revision, pending: appended, committed };
+    if (options.replace) this.entries.delete(stream);
+    if (!this.remember(stream, entry)) return entry;
     appended.then(
       () => {
+        if (entry.superseded) return;
         if (this.entries.get(stream) === entry) this.entries.set(stream, { state, revision });
         this.snapshotIfDue(stream, state, revision);
       },
@@ -87,6 +97,7 @@ export class StateCache {
         if (this.entries.get(stream) === entry) this.entries.delete(stream);
       },
     );
+    return entry;
   }
 
   private remember(stream: string, entry: CachedState<unknown>): boolean {
@@ -108,6 +119,18 @@ export class StateCache {
       // Off the request's path; a failed snapshot only means a slower cold load.
       this.snapshots.put(stream, revision, state).catch(() => this.persisted.delete(stream));
     }
+  }
+
+  /**
+   * The newest committed state memory holds of a stream, without waiting for queued appends
+   * (possibly behind the store: a baseline to read the events after it from), else its snapshot.
+   */
+  async baseline<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
+    const entry = this.entries.get(stream);
+    const committed = entry && (entry.pending ? entry.committed : entry);
+    if (committed && committed.revision !== 'no_stream') return committed as { state: State; revision: number };
+    if (committed) return undefined;
+    return (await this.snapshots?.get(stream).catch(() => undefined)) as { state: State; revision: number } | undefined;
   }
 
   /** Drops the memory entry (it proved stale): the next load reads the store. */

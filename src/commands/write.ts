@@ -1,4 +1,4 @@
-import { type AppendResult, type Checkpoint, WrongExpectedVersion } from '../store/event-store.js';
+import { type AppendResult, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
 import { type DecidedWrite, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
 import { retryOnConflict } from './retry-on-conflict.js';
@@ -36,7 +36,8 @@ export async function write(deps: CommandDeps, lockKeys: string[], decide: (load
     const queued = await locked();
     if (!queued) return null;
     try {
-      return { writes: queued.writes, position: (await queued.appended).position };
+      const { position } = await queued.appended;
+      return { writes: queued.writes, position }; // read after the append: it may have been decided again
     } catch (error) {
       if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
       throw error;
@@ -65,14 +66,47 @@ async function decideAndQueue(deps: CommandDeps, decide: (load: Load) => Promise
   }
   // Nor deciding nothing.
   if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(deps, decide, false) : null;
-  const appended = deps.store.append(writes, { after: [...after] });
+  const queued = { writes } as Queued;
+  let cached: Array<{ superseded?: boolean }> = [];
+  // Where the store finds a stream moved (another process wrote), it asks for the decision again
+  // while it holds the streams: on the states as they are, so the append cannot be overtaken.
+  const redecide: Redecide = async (read) => {
+    const again = await decide(readingIn(deps, read));
+    for (const entry of cached) entry.superseded = true;
+    queued.writes = again;
+    cached = cacheQueued(deps, again, queued, { replace: true });
+    return again;
+  };
+  queued.appended = deps.store.append(writes, { after: [...after], redecide });
+  cached = cacheQueued(deps, writes, queued);
+  return queued;
+}
+
+/** Caches each written stream's state as the state after `queued`'s append (see `write`). */
+function cacheQueued(deps: CommandDeps, writes: DecidedWrite[], queued: Queued, options: { replace?: boolean } = {}) {
+  const entries = [];
   for (const w of writes) {
     if (w.after === undefined || w.events.length === 0) continue;
     const revision = revisionAfter(w);
     if (revision === undefined) deps.cache.forget(w.stream);
-    else deps.cache.setQueued(w.stream, w.after, revision, appended);
+    else entries.push(deps.cache.setQueued(w.stream, w.after, revision, queued.appended, options));
   }
-  return { writes, appended };
+  return entries;
+}
+
+/**
+ * Loads for a decision made again inside an append (`AppendOptions.redecide`): each stream from
+ * the newest committed state memory holds of it (or its snapshot), then the events the store
+ * reads after that. Nothing is trusted from memory that the store has not confirmed.
+ */
+function readingIn(deps: CommandDeps, read: Parameters<Redecide>[0]): Load {
+  return async (stream, decider) => {
+    const base = await deps.cache.baseline<ReturnType<typeof decider.initialState>>(stream);
+    const events = await read(stream, base ? base.revision + 1 : 0);
+    let state = base ? base.state : decider.initialState();
+    for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Parameters<typeof decider.evolve>[1]);
+    return { state, revision: events.at(-1)?.streamPosition ?? base?.revision ?? 'no_stream', optimistic: false };
+  };
 }
 
 /** The revision a write's stream is at once it is appended (unknown for `any`). */

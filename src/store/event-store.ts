@@ -40,7 +40,23 @@ export interface EventStore {
 
 export interface AppendOptions {
   after?: Array<Promise<AppendResult>>;
+  /**
+   * Decides the append again when a stream it writes or has a condition on has moved since it was
+   * decided (another process wrote), or when an append named in `after` failed: the adapter calls
+   * it while it holds those streams, so the new decision cannot be overtaken, and appends what it
+   * returns instead. `read` gives the events of a stream from a revision as the append will find
+   * them (committed, and those of appends ordered before it). A refusal it throws (a business
+   * error) fails the append with that error. Adapters that cannot hold streams ignore it; the
+   * append then fails as without it.
+   */
+  redecide?: Redecide;
 }
+
+/** See `AppendOptions.redecide`. */
+export type Redecide = (read: (stream: string, fromRevision: number) => Promise<RecordedEvent[]>) => Promise<AppendWrite[]>;
+
+/** What a decision folds of an event: its revision in its stream, its type and data. */
+export type RecordedEvent = Pick<StoredEvent, 'streamPosition' | 'type' | 'data'>;
 
 /** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

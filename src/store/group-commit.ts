@@ -1,10 +1,12 @@
 import { isCondition, type PlannedAppend } from './append-plan.js';
-import { type AppendResult, type AppendWrite, awaitDependencies, DependencyFailed } from './event-store.js';
+import { type AppendResult, type AppendWrite, awaitDependencies, type Redecide } from './event-store.js';
 
 export interface PendingAppend {
   writes: AppendWrite[];
   /** The appends this one was decided on (see `EventStore.append`). */
   after: PendingAppend[];
+  /** Decides the append again where the batch finds its streams moved (see `AppendOptions.redecide`). */
+  redecide?: Redecide;
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
   settled?: boolean;
@@ -23,18 +25,17 @@ export function settle(pending: PendingAppend, error: unknown, result?: AppendRe
 }
 
 /**
- * The appends of `batch` to plan: those decided on an append that has already failed are failed
- * here; the others name the earlier appends of the batch they were decided on (every unsettled
- * dependency is one: see `GroupCommit`).
+ * The appends of `batch` to plan, each naming the earlier appends of the batch it was decided on
+ * (every unsettled dependency is one: see `GroupCommit`), or the failure of one settled before.
  */
 export function plannedAppends(batch: PendingAppend[]): { live: PendingAppend[]; planned: PlannedAppend[] } {
-  const live: PendingAppend[] = [];
-  for (const pending of batch) {
-    const failed = pending.after.find((d) => d.failure);
-    if (failed) settle(pending, new DependencyFailed(pending.writes[0]!, failed.failure!.error));
-    if (!pending.settled) live.push(pending);
-  }
-  const planned = live.map((pending) => ({ writes: pending.writes, after: pending.after.map((d) => live.indexOf(d)).filter((i) => i >= 0) }));
+  const live = batch.filter((pending) => !pending.settled);
+  const planned = live.map((pending) => ({
+    writes: pending.writes,
+    after: pending.after.map((d) => live.indexOf(d)).filter((i) => i >= 0),
+    failedDependency: pending.after.find((d) => d.failure)?.failure as { error: Error } | undefined,
+    redecide: pending.redecide,
+  }));
   return { live, planned };
 }
 
@@ -94,12 +95,12 @@ export class GroupCommit {
   ) {}
 
   /** Queues `writes`; `after` are promises this group commit returned (others are awaited before queueing). */
-  add(writes: AppendWrite[], after: Array<Promise<AppendResult>> = []): Promise<AppendResult> {
+  add(writes: AppendWrite[], after: Array<Promise<AppendResult>> = [], redecide?: Redecide): Promise<AppendResult> {
     const dependencies = after.map((ticket) => this.tickets.get(ticket));
-    if (!dependencies.every((d) => d !== undefined)) return awaitDependencies(writes, after).then(() => this.add(writes));
+    if (!dependencies.every((d) => d !== undefined)) return awaitDependencies(writes, after).then(() => this.add(writes, [], redecide));
     let pending: PendingAppend | undefined;
     const ticket = new Promise<AppendResult>((resolve, reject) => {
-      pending = { writes, after: dependencies.filter((d) => d.failure || !d.settled), resolve, reject };
+      pending = { writes, after: dependencies.filter((d) => d.failure || !d.settled), redecide, resolve, reject };
     });
     this.tickets.set(ticket, pending!);
     this.queue.push(pending!);

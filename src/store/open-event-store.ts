@@ -8,8 +8,12 @@ import { PostgresEventStore } from './postgres-event-store.js';
  * The event log the configuration names: KurrentDB with `EVENTSTORE_URL`, otherwise the
  * PostgreSQL database (server or PGlite) that also holds the read models.
  */
-export function openEventStore(eventStoreUrl: string | undefined, db: Kysely<Database>): { store: EventStore; close: () => Promise<void> } {
-  if (!eventStoreUrl) return { store: new PostgresEventStore(db), close: async () => {} };
+export function openEventStore(
+  eventStoreUrl: string | undefined,
+  db: Kysely<Database>,
+  options: { server: boolean },
+): { store: EventStore; close: () => Promise<void> } {
+  if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server }), close: async () => {} };
   const store = KurrentDbEventStore.connect(eventStoreUrl);
   return { store, close: () => store.close() };
 }

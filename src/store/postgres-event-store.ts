@@ -39,11 +39,18 @@ class StreamChangedConcurrently extends Error {
 export class PostgresEventStore implements EventStore {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly groupCommit: GroupCommit;
+  private readonly redecides: boolean;
 
+  /**
+   * `redecide`: honour `AppendOptions.redecide` (decide appends again inside their batch). Only on a
+   * server: a decision may read through the pool while the batch holds a connection, which on
+   * PGlite's one connection would wait for ever; and there no other process moves its streams.
+   */
   constructor(
     private readonly db: Kysely<Database>,
-    options: Partial<GroupCommitOptions> = {},
+    options: Partial<GroupCommitOptions> & { redecide?: boolean } = {},
   ) {
+    this.redecides = options.redecide ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
   }
 
@@ -51,6 +58,7 @@ export class PostgresEventStore implements EventStore {
     return this.groupCommit.add(
       [...writes].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)),
       options.after,
+      this.redecides ? options.redecide : undefined,
     );
   }
 
@@ -81,7 +89,10 @@ export class PostgresEventStore implements EventStore {
   private async commitBatch(trx: Transaction<Database>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
     const { live: batch, planned } = plannedAppends(appends);
     const { written, read } = touchedBy(batch);
-    const plan = planBatch(planned, await lockStreams(trx, [...written], [...read]));
+    const found = await lockStreams(trx, [...written], [...read]);
+    const readCommitted = (stream: string, from: number) => readStreamIn(trx, stream, { from });
+    const plan = await planBatch(planned, found, readCommitted, new Set([...written, ...read]));
+    for (const [i, writes] of plan.redecided) batch[i]!.writes = writes;
     claimed();
     let positions = new Map<string, number>();
     if (plan.rows.length > 0) {
@@ -95,16 +106,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
-    let query = this.db
-      .selectFrom('events')
-      .selectAll()
-      .where('stream_id', '=', stream)
-      .orderBy('stream_position', options.backwards ? 'desc' : 'asc');
-    if (options.from !== undefined) {
-      query = query.where('stream_position', options.backwards ? '<=' : '>=', options.from);
-    }
-    if (options.max !== undefined) query = query.limit(options.max);
-    return (await query.execute()).map(toStoredEvent);
+    return readStreamIn(this.db, stream, options);
   }
 
   /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
@@ -124,6 +126,20 @@ export class PostgresEventStore implements EventStore {
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
   }
+}
+
+/** A stream's events, read with `db` (the store's pool, or a batch's transaction). */
+async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
+  let query = db
+    .selectFrom('events')
+    .selectAll()
+    .where('stream_id', '=', stream)
+    .orderBy('stream_position', options.backwards ? 'desc' : 'asc');
+  if (options.from !== undefined) {
+    query = query.where('stream_position', options.backwards ? '<=' : '>=', options.from);
+  }
+  if (options.max !== undefined) query = query.limit(options.max);
+  return (await query.execute()).map(toStoredEvent);
 }
 
 function toStoredEvent(row: {

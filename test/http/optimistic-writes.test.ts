@@ -4,6 +4,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createServices, type Services, type ServicesOptions } from '../../src/services.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
+import { STORE_KIND } from '../support/test-database.js';
 
 /**
  * Commands decide on the state this process cached after its own last write, without reading the
@@ -110,6 +111,42 @@ describe('writes decided on cached state', () => {
     expect(summary.body.tier.current).toMatchObject({ id: tier.body.id, name: 'Gold', multiplier: 2 });
     // And the next earn is doubled.
     expect((await earn(key, id, 10)).body).toMatchObject({ amount: 20, base_amount: 10, multiplier: 2, balance: 40 });
+  });
+
+  // Two instances writing one customer at once, as two server processes do (CONTRACT.md §12): an
+  // append that finds the customer moved by the other is decided again inside its batch, on the
+  // stream as it is. On a server only: the embedded store has one process (and one connection).
+  describe.runIf(STORE_KIND === 'postgres')('one customer written by two instances at once', () => {
+    it('answers every earn 201, each with the balance right after it', async () => {
+      const { private_key: key } = await t.business();
+      const id = await newCustomer(key);
+      const path = `/api/v1/customers/${id}/points/transaction`;
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          i % 2 ? other.request('POST', path, key, { type: 'earn', amount: 1, reference: `two-${i}` }) : t.request('POST', path, { key, body: { type: 'earn', amount: 1, reference: `two-${i}` } }),
+        ),
+      );
+      expect(answers.filter((a) => a.status !== 201).map((a) => a.text)).toEqual([]);
+      expect(answers.map((a) => a.body.balance).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      const ledger = await t.walk(key, `/api/v1/customers/${id}/transactions?limit=200`);
+      expect(ledger.map((line) => line.balance)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    });
+
+    it('refuses on the real balance: of 40 deducts of 1 from 25 points, 25 succeed and 15 answer insufficient_points', async () => {
+      const { private_key: key } = await t.business();
+      const id = await newCustomer(key);
+      const path = `/api/v1/customers/${id}/points/transaction`;
+      expect((await t.request('POST', path, { key, body: { type: 'earn', amount: 25 } })).status).toBe(201);
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          i % 2 ? other.request('POST', path, key, { type: 'deduct', amount: 1 }) : t.request('POST', path, { key, body: { type: 'deduct', amount: 1 } }),
+        ),
+      );
+      const outcomes = answers.map((a) => (a.status === 201 ? 'ok' : a.body.code));
+      expect(outcomes.filter((o) => o === 'ok')).toHaveLength(25);
+      expect(outcomes.filter((o) => o !== 'ok')).toEqual(Array(15).fill('insufficient_points'));
+      expect((await t.request('GET', `/api/v1/customers/${id}`, { key })).body.points_balance).toBe(0);
+    });
   });
 
   it('earns with a multiplier another instance changed since this one cached the program', async () => {
