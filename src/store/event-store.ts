@@ -2,7 +2,9 @@ import type { EventMetadata } from '../events/metadata.js';
 
 /**
  * The event store port. Adapters: `postgres-event-store.ts` (PostgreSQL server and embedded
- * PGlite). Every adapter passes `test/store/event-store.contract.ts`.
+ * PGlite) and `kurrentdb-event-store.ts`. Every adapter passes `test/store/event-store.contract.ts`.
+ * Everything outside `src/store` learns about the log through it (the PostgreSQL adapter's tables
+ * are its own business).
  */
 export interface EventStore {
   /**
@@ -34,6 +36,28 @@ export interface EventStore {
    * `checkpoint` and calls again sees every event exactly once.
    */
   readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
+  /** Position of the last event `readAll` returns now; `START` while there is none. */
+  headPosition(): Promise<Checkpoint>;
+  /**
+   * How many events `readAll` returns after `after`: exactly, or `max` when there are at least
+   * `max` (a bound on the work where the store has to read them to count them).
+   */
+  countEvents(after: Checkpoint, options?: { max?: number }): Promise<number>;
+  /**
+   * How far `checkpoint` is behind `head` (a `headPosition`) in events, for lag gauges that are
+   * polled often: the number of events after `checkpoint` up to `head`, or more, never fewer
+   * (0 when `checkpoint` is at or past `head`). The PostgreSQL adapter subtracts positions without
+   * a query (a rolled-back append leaves positions unused, which count too); the KurrentDB
+   * adapter, whose positions are byte offsets, counts the events and stops at `max`.
+   */
+  lag(checkpoint: Checkpoint, head: Checkpoint, options?: { max?: number }): Promise<number>;
+  /**
+   * Where streams end, as of one moment: the log's head `position` then, and for every stream with
+   * an event at or before it, the revision and hash of its last such event. Only the streams
+   * `readAll` covers, sorted by name; `stream` names one stream, `prefix` keeps those whose name
+   * starts with it. `loyalty audit` checks the hash chains it reads against these heads.
+   */
+  streamHeads(filter?: { stream?: string; prefix?: string }): Promise<StreamHeads>;
   /** Called after every successful append in this process, to wake readers without polling. */
   onAppended(listener: () => void): () => void;
 }
@@ -95,6 +119,21 @@ export interface Checkpoint {
 }
 
 export const START: Checkpoint = { globalPosition: 0n };
+
+/** What `streamHeads` answers. */
+export interface StreamHeads {
+  /** The log's head position at the moment the heads were taken (`headPosition`). */
+  position: Checkpoint;
+  streams: ListedStream[];
+}
+
+/** Where one stream ends: the revision of its last event and that event's chain hash. */
+export interface ListedStream {
+  stream: string;
+  revision: number;
+  /** `hash` of the last event's metadata (`GENESIS_HASH` when it has none). */
+  lastHash: string;
+}
 
 export interface AppendResult {
   /** Position of the last event written; once a projector passes it, the write is visible. */

@@ -26,9 +26,11 @@ import {
   awaitDependencies,
   type Checkpoint,
   type EventStore,
+  type ListedStream,
   type NewEvent,
   type ReadStreamOptions,
   type StoredEvent,
+  type StreamHeads,
   WrongExpectedVersion,
 } from './event-store.js';
 
@@ -219,6 +221,97 @@ export class KurrentDbEventStore implements EventStore {
     return { events, checkpoint: events.at(-1)?.position ?? after };
   }
 
+  /**
+   * One filtered read of `$all` backwards from its end, for one event. Cheap while the service's
+   * streams make up most of the log; otherwise the server walks back over the records the filter
+   * drops (system events, other applications' streams) until one matches.
+   */
+  async headPosition(): Promise<Checkpoint> {
+    const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: streamNameFilter({ prefixes: this.prefixes }) });
+    for await (const resolved of read) return { globalPosition: commitOf(resolved) };
+    return { globalPosition: 0n };
+  }
+
+  /**
+   * A filtered forward read of `$all` from `after`: O(events counted), since the server has no
+   * count and sends every event (at most `max` + 1 of them).
+   */
+  async countEvents(after: Checkpoint, options: { max?: number } = {}): Promise<number> {
+    return this.count(after, undefined, options.max);
+  }
+
+  /** Positions are byte offsets in the server's log, so the events are counted, up to `max`: O(lag). */
+  async lag(checkpoint: Checkpoint, head: Checkpoint, options: { max?: number } = {}): Promise<number> {
+    if (checkpoint.globalPosition >= head.globalPosition) return 0;
+    return this.count(checkpoint, head, options.max);
+  }
+
+  private async count(after: Checkpoint, upTo: Checkpoint | undefined, max = Number.POSITIVE_INFINITY): Promise<number> {
+    if (max <= 0) return 0;
+    const from = after.globalPosition;
+    const read = this.client.readAll({
+      direction: FORWARDS,
+      fromPosition: from === 0n ? KURRENT_START : { commit: from, prepare: from },
+      ...(Number.isFinite(max) ? { maxCount: max + 1 } : {}),
+      filter: streamNameFilter({ prefixes: this.prefixes }),
+    });
+    let count = 0;
+    for await (const resolved of read) {
+      const position = commitOf(resolved);
+      if (position <= from) continue;
+      if (upTo !== undefined && position > upTo.globalPosition) break;
+      if (++count >= max) break;
+    }
+    return count;
+  }
+
+  /**
+   * The head first (`headPosition`), then everything is cut at it, so the answer is as of that
+   * moment although no snapshot spans the reads.
+   * - One stream: read backwards from its end until an event at or before the head (one read of
+   *   one event, unless the stream moved since).
+   * - A prefix or every stream: one filtered forward read of `$all` up to the head, keeping each
+   *   stream's last event: O(events of the streams listed). KurrentDB lists streams otherwise only
+   *   through the `$streams` and `$ce-…` system projections (O(streams) and O(streams of the
+   *   category) link events), which need projections running; docker-compose.yml runs none
+   *   (`KURRENTDB_RUN_PROJECTIONS: None`), and a test server need not either.
+   */
+  async streamHeads(filter: { stream?: string; prefix?: string } = {}): Promise<StreamHeads> {
+    const position = await this.headPosition();
+    const head = position.globalPosition;
+    if (filter.stream !== undefined) {
+      const only = filter.stream;
+      if (!this.prefixes.some((p) => only.startsWith(p)) || !only.startsWith(filter.prefix ?? '')) return { position, streams: [] };
+      const listed = await this.lastEventAtOrBefore(only, head);
+      return { position, streams: listed ? [listed] : [] };
+    }
+    const prefix = filter.prefix ?? '';
+    // The server-side filter: the requested prefix where one of ours covers it, else ours that start with it.
+    const prefixes = this.prefixes.some((p) => prefix.startsWith(p)) ? [prefix] : this.prefixes.filter((p) => p.startsWith(prefix));
+    const heads = new Map<string, ListedStream>();
+    if (prefixes.length > 0 && head > 0n) {
+      const read = this.client.readAll({ direction: FORWARDS, fromPosition: KURRENT_START, filter: streamNameFilter({ prefixes }) });
+      for await (const resolved of read) {
+        const event = toStoredEvent(resolved);
+        if (event.position.globalPosition > head) break;
+        heads.set(event.streamId, listed(event));
+      }
+    }
+    return { position, streams: [...heads.values()].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)) };
+  }
+
+  private async lastEventAtOrBefore(stream: string, head: bigint): Promise<ListedStream | undefined> {
+    let from: number | undefined;
+    for (;;) {
+      const page = await this.readStream(stream, { backwards: true, max: from === undefined ? 1 : 100, ...(from === undefined ? {} : { from }) });
+      const last = page.find((e) => e.position.globalPosition <= head);
+      if (last) return listed(last);
+      const oldest = page.at(-1);
+      if (!oldest || oldest.streamPosition === 0) return undefined;
+      from = oldest.streamPosition - 1;
+    }
+  }
+
   onAppended(listener: () => void): () => void {
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
@@ -230,6 +323,17 @@ function eventId(stream: string, event: NewEvent): string {
   const reference = (event.data as { reference?: unknown } | null)?.reference;
   if (typeof reference === 'string') return uuidv5(`${stream}\n${event.type}\n${reference}`, EVENT_ID_NAMESPACE);
   return event.id ?? randomUUID();
+}
+
+function listed(event: StoredEvent): ListedStream {
+  return { stream: event.streamId, revision: event.streamPosition, lastHash: event.metadata.hash ?? GENESIS_HASH };
+}
+
+/** The `$all` commit position of a read event (what `readAll` checkpoints). */
+function commitOf(resolved: AllStreamResolvedEvent): bigint {
+  const commit = resolved.event?.position?.commit ?? resolved.commitPosition;
+  if (commit === undefined) throw new Error(`event ${resolved.event?.id} of '${resolved.event?.streamId}' came without a $all position`);
+  return commit;
 }
 
 function toActual(state: bigint | 'no_stream' | string): number | 'no_stream' {

@@ -4,7 +4,7 @@ import type { Database } from '../db/schema.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
 import { type BatchPlan, planBatch } from './append-plan.js';
 import { existingStreams, lockStreams, writeBatch } from './append-statements.js';
-import type { AppendOptions, AppendResult, AppendWrite, Checkpoint, EventStore, ReadStreamOptions, StoredEvent } from './event-store.js';
+import type { AppendOptions, AppendResult, AppendWrite, Checkpoint, EventStore, ReadStreamOptions, StoredEvent, StreamHeads } from './event-store.js';
 import { GroupCommit, type GroupCommitOptions, type PendingAppend, plannedAppends, settle, touchedBy } from './group-commit.js';
 
 export { APPEND_LOCK_KEY } from './append-statements.js';
@@ -122,6 +122,45 @@ export class PostgresEventStore implements EventStore {
     return { events, checkpoint: events.at(-1)?.position ?? after };
   }
 
+  /** `max(global_position)`: one look at the end of the primary key's index. */
+  async headPosition(): Promise<Checkpoint> {
+    return headOf(this.db);
+  }
+
+  /** `count(*)` of the index range after `after` (O(events counted), at most `max` with one). */
+  async countEvents(after: Checkpoint, options: { max?: number } = {}): Promise<number> {
+    const matching = this.db.selectFrom('events').select('global_position').where('global_position', '>', Number(after.globalPosition));
+    const row = await this.db
+      .selectFrom((options.max === undefined ? matching : matching.limit(options.max)).as('e'))
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Positions are numbers taken one after another, so the lag is their difference: no query. */
+  async lag(checkpoint: Checkpoint, head: Checkpoint): Promise<number> {
+    return Math.max(0, Number(head.globalPosition - checkpoint.globalPosition));
+  }
+
+  /**
+   * The `streams` rows (`version`, `last_hash`: the store's own record, kept apart from the events)
+   * and the head, in one repeatable-read snapshot. O(streams listed); a prefix scans `streams`.
+   */
+  async streamHeads(filter: { stream?: string; prefix?: string } = {}): Promise<StreamHeads> {
+    return this.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        const position = await headOf(trx);
+        let query = trx.selectFrom('streams').select(['stream_id', 'version', 'last_hash']);
+        if (filter.stream !== undefined) query = query.where('stream_id', '=', filter.stream);
+        if (filter.prefix) query = query.where('stream_id', 'like', `${filter.prefix.replace(/[\\%_]/g, '\\$&')}%`);
+        const rows = await query.execute();
+        const streams = rows.map((r) => ({ stream: r.stream_id, revision: Number(r.version), lastHash: r.last_hash }));
+        return { position, streams: streams.sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)) };
+      });
+  }
+
   onAppended(listener: () => void): () => void {
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
@@ -140,6 +179,11 @@ async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadS
   }
   if (options.max !== undefined) query = query.limit(options.max);
   return (await query.execute()).map(toStoredEvent);
+}
+
+async function headOf(db: Kysely<Database>): Promise<Checkpoint> {
+  const row = await db.selectFrom('events').select((eb) => eb.fn.max('global_position').as('head')).executeTakeFirst();
+  return { globalPosition: BigInt(row?.head ?? 0) };
 }
 
 function toStoredEvent(row: {

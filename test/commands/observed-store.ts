@@ -6,6 +6,10 @@ export function observed(store: EventStore) {
   const wrapped: EventStore = {
     append: (w, options) => store.append(w, options),
     readAll: (a, m) => store.readAll(a, m),
+    headPosition: () => store.headPosition(),
+    countEvents: (a, o) => store.countEvents(a, o),
+    lag: (c, h, o) => store.lag(c, h, o),
+    streamHeads: (f) => store.streamHeads(f),
     onAppended: (l) => store.onAppended(l),
     readStream: (stream: string, options?: ReadStreamOptions) => {
       reads.push({ stream, from: options?.from });

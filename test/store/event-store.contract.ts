@@ -442,6 +442,135 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
       });
     });
 
+    // These read the whole log, so they assume nobody else writes to it meanwhile (true of a fresh
+    // backend; on a shared server, of the streams this run's store covers).
+    describe('the log at a glance (head, counts, lag, stream heads)', () => {
+      it('answers the head position: where the last event readAll returns sits, moving with every append', async () => {
+        const before = await store.headPosition();
+        expect(before).toEqual(await headCheckpoint(store));
+        const s = stream('head');
+        const first = await store.append([{ stream: s, expected: 'no_stream', events: [event(0), event(1)] }]);
+        expect(await store.headPosition()).toEqual(first.position);
+        expect(compareCheckpoints(first.position, before)).toBeGreaterThan(0);
+        const second = await store.append([
+          { stream: s, expected: 1, events: [event(2)] },
+          { stream: stream('head-other'), expected: 'no_stream', events: [event(0)] },
+        ]);
+        expect(await store.headPosition()).toEqual(second.position);
+        expect(await store.headPosition()).toEqual(await headCheckpoint(store));
+        // A condition-only append writes nothing and leaves the head where it was.
+        await store.append([{ stream: s, expected: 2, events: [] }]);
+        expect(await store.headPosition()).toEqual(second.position);
+      });
+
+      it('counts the events readAll returns after a checkpoint, stopping at max', async () => {
+        const before = await store.headPosition();
+        const first = await store.append([{ stream: stream('count'), expected: 'no_stream', events: [event(0), event(1), event(2)] }]);
+        const second = await store.append([
+          { stream: stream('count-a'), expected: 'no_stream', events: [event(0)] },
+          { stream: stream('count-b'), expected: 'no_stream', events: [event(0)] },
+        ]);
+        expect(await store.countEvents(before)).toBe(5);
+        expect(await store.countEvents(first.position)).toBe(2);
+        expect(await store.countEvents(second.position)).toBe(0);
+        expect(await store.countEvents(before, { max: 2 })).toBe(2);
+        expect(await store.countEvents(before, { max: 5 })).toBe(5);
+        expect(await store.countEvents(before, { max: 50 })).toBe(5);
+        let everything = 0;
+        for (let page = await store.readAll(START, 1000); page.events.length > 0; page = await store.readAll(page.checkpoint, 1000)) everything += page.events.length;
+        expect(await store.countEvents(START)).toBe(everything);
+      });
+
+      it('measures how far a checkpoint is behind a head: never fewer than the events between them, 0 at or past the head', async () => {
+        const s = stream('lag');
+        const before = await store.headPosition();
+        const positions: Checkpoint[] = [];
+        for (let i = 0; i < 3; i++) positions.push((await store.append([{ stream: s, expected: i === 0 ? 'no_stream' : i - 1, events: [event(i)] }])).position);
+        const [p1, p2, p3] = positions as [Checkpoint, Checkpoint, Checkpoint];
+        const head = await store.headPosition();
+        expect(head).toEqual(p3);
+        expect(await store.lag(head, head)).toBe(0);
+        expect(await store.lag(p3, p1)).toBe(0);
+        expect(await store.lag(before, head)).toBeGreaterThanOrEqual(3);
+        expect(await store.lag(p1, head)).toBeGreaterThanOrEqual(2);
+        expect(await store.lag(p2, head)).toBeGreaterThanOrEqual(1);
+        // Only what lies up to the head given counts, not what was appended since.
+        await store.append([{ stream: s, expected: 2, events: [event(3), event(4)] }]);
+        expect(await store.lag(p1, p2)).toBeGreaterThanOrEqual(1);
+        expect(await store.lag(p1, p2)).toBeLessThan(await store.lag(p1, await store.headPosition()));
+        // `max` bounds counting, not an answer the store knows without it.
+        expect(await store.lag(before, head, { max: 1 })).toBeGreaterThanOrEqual(1);
+      });
+
+      it('lists stream heads (last revision and hash) with the head position, sorted, filtered by stream or prefix', async () => {
+        const a = stream('heads-a');
+        const b = stream('heads-b');
+        await store.append([{ stream: a, expected: 'no_stream', events: [event(0), event(1), event(2)] }]);
+        await store.append([{ stream: b, expected: 'no_stream', events: [event(0)] }]);
+        const last = await store.append([{ stream: a, expected: 2, events: [event(3)] }]);
+        const lastHash = async (name: string) => (await store.readStream(name, { backwards: true, max: 1 }))[0]!.metadata.hash;
+        const expected = [
+          { stream: a, revision: 3, lastHash: await lastHash(a) },
+          { stream: b, revision: 0, lastHash: await lastHash(b) },
+        ].sort((x, y) => (x.stream < y.stream ? -1 : 1));
+        expect(expected.every((h) => typeof h.lastHash === 'string' && h.lastHash.length === 64)).toBe(true);
+
+        const byPrefix = await store.streamHeads({ prefix: `${run}-heads-` });
+        expect(byPrefix).toEqual({ position: last.position, streams: expected });
+        expect(await store.streamHeads({ stream: b })).toEqual({ position: last.position, streams: [expected.find((h) => h.stream === b)] });
+        expect(await store.streamHeads({ stream: stream('heads-none') })).toEqual({ position: last.position, streams: [] });
+        expect(await store.streamHeads({ prefix: `${run}-nothing-` })).toEqual({ position: last.position, streams: [] });
+
+        const all = await store.streamHeads();
+        expect(all.position).toEqual(last.position);
+        expect(all.streams.filter((h) => h.stream.startsWith(`${run}-heads-`))).toEqual(expected);
+        const names = all.streams.map((h) => h.stream);
+        expect(names).toEqual([...names].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)));
+        expect(new Set(names).size).toBe(names.length);
+      });
+
+      it('takes a prefix literally (no pattern characters)', async () => {
+        const literal = `${run}-pct_%-${randomUUID().slice(0, 8)}`;
+        const lookalike = `${run}-pctX-${randomUUID().slice(0, 8)}`;
+        await store.append([
+          { stream: literal, expected: 'no_stream', events: [event(0)] },
+          { stream: lookalike, expected: 'no_stream', events: [event(0)] },
+        ]);
+        expect((await store.streamHeads({ prefix: `${run}-pct_%` })).streams.map((h) => h.stream)).toEqual([literal]);
+        expect((await store.streamHeads({ prefix: `${run}-pct` })).streams.map((h) => h.stream)).toEqual([literal, lookalike].sort());
+      });
+
+      it(
+        'answers stream heads as of one moment while appends go on: each head is its stream’s last event up to the position, and every stream written by then is there',
+        async () => {
+          const prefix = `${run}-moving-`;
+          const names = Array.from({ length: 4 }, (_, w) => `${prefix}${w}`);
+          let writing = true;
+          const writers = Promise.all(
+            names.map(async (name) => {
+              for (let i = 0; i < 10; i++) await store.append([{ stream: name, expected: i === 0 ? 'no_stream' : i - 1, events: [event(i)] }]);
+            }),
+          ).finally(() => (writing = false));
+          const answers = [];
+          while (writing) answers.push(await store.streamHeads({ prefix }));
+          await writers;
+          answers.push(await store.streamHeads({ prefix }));
+          const written = new Map<string, StoredEvent[]>();
+          for (const name of names) written.set(name, await store.readStream(name));
+          for (const answer of answers) {
+            const expected = names.flatMap((name) => {
+              const upTo = written.get(name)!.filter((e) => compareCheckpoints(e.position, answer.position) <= 0);
+              const lastEvent = upTo.at(-1);
+              return lastEvent ? [{ stream: name, revision: lastEvent.streamPosition, lastHash: lastEvent.metadata.hash }] : [];
+            });
+            expect(answer.streams).toEqual(expected);
+          }
+          expect(answers.at(-1)!.streams.map((h) => h.revision)).toEqual([9, 9, 9, 9]);
+        },
+        30_000,
+      );
+    });
+
     describe('onAppended', () => {
       it('calls listeners after an append is committed, and stops after unsubscribing', async () => {
         const s = stream('notify');
