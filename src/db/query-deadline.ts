@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from 'pino';
 
 /**
@@ -55,8 +55,9 @@ function isSilence(error: unknown): boolean {
  * - After such a timeout, or a new connection timing out, the server counts as not answering:
  *   checkouts fail at once with `DatabaseNotAnswering` (so a batch of appends, or a request's
  *   cleanup after its first failure, does not wait out the deadline once per query) while a probe
- *   (`select 1`, same deadline) runs in the background every `probeIntervalMs`; the first answer
- *   ends it.
+ *   (`select 1` on a connection of its own, same deadline) runs in the background every
+ *   `probeIntervalMs`; the first answer ends it. On a server that answers, a query slower than the
+ *   deadline (a long lock wait) so costs the others one probe's round trip.
  *
  * A per-query deadline rather than one around the whole request: killing the one connection
  * that hangs is what guarantees nothing of the request's transaction commits later, and work
@@ -78,7 +79,7 @@ export function withQueryDeadline(pool: pg.Pool, options: QueryDeadlineOptions):
       }
     },
     async end() {
-      answering.stop();
+      await answering.stop();
       await pool.end();
     },
   };
@@ -129,10 +130,17 @@ class AnsweringCheck {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
 
+  /** The probe's own connection: a pool busy with slow queries must not delay it (nor be mistaken for silence). */
+  private readonly probes: pg.Pool;
+
   constructor(
-    private readonly pool: pg.Pool,
+    pool: pg.Pool,
     private readonly options: QueryDeadlineOptions,
-  ) {}
+  ) {
+    this.probes = new pg.Pool({ ...pool.options, max: 1 });
+    this.probes.on('error', () => {});
+    this.probes.on('connect', (client) => client.on('error', () => {}));
+  }
 
   assert(): void {
     if (!this.down) return;
@@ -148,10 +156,11 @@ class AnsweringCheck {
     this.schedule(0);
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.probes.end();
   }
 
   private schedule(delayMs: number): void {
@@ -165,7 +174,7 @@ class AnsweringCheck {
     this.timer = null;
     let answered = false;
     try {
-      const client = boundedClient(await this.pool.connect(), this.options.timeoutMs, () => {});
+      const client = boundedClient(await this.probes.connect(), this.options.timeoutMs, () => {});
       try {
         await client.query('select 1', []);
         answered = true;

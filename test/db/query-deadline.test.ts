@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
 import { DatabaseNotAnswering, withoutQueryDeadline } from '../../src/db/query-deadline.js';
@@ -170,6 +171,23 @@ describe.runIf(serverUrl)('a PostgreSQL server that stops answering', () => {
       const { rows } = await sql<{ stream_id: string }>`select stream_id from events where stream_id like 'frozen-batch-%'`.execute(direct.db);
       expect(rows.map((r) => r.stream_id)).toEqual(['frozen-batch-after']);
     });
+  });
+
+  it('fails only the query that waits too long on a server that answers (a lock held elsewhere): the others go on after one check', async () => {
+    const holder = new pg.Client({ connectionString: direct.url });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('lock table frozen_writes in access exclusive mode');
+      const blocked = await settleTimed(sql`select count(*) from frozen_writes`.execute(db));
+      expect(blocked.error).toBeInstanceOf(DatabaseNotAnswering);
+      const started = performance.now();
+      await vi.waitFor(() => sql`select 1`.execute(db), { timeout: 2_000, interval: 10 });
+      expect(performance.now() - started).toBeLessThan(500);
+    } finally {
+      await holder.query('rollback').catch(() => {});
+      await holder.end();
+    }
   });
 
   it('lets work run without a deadline (migrations, rebuilds) wait for a server that pauses, even while requests fail fast', async () => {
