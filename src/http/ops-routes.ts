@@ -8,17 +8,21 @@ import type { AppEnv } from './env.js';
 /** Lag (events) past which /readyz answers 503: the read models are too far behind to serve. */
 const READY_MAX_LAG = 10_000;
 
+/**
+ * Each projector's checkpoint and how far the log's head is past it, asked of the event store (the
+ * log may be KurrentDB). Where the store has to count the events to tell (KurrentDB), it stops
+ * just past READY_MAX_LAG: enough to decide readiness (a projector further behind shows 10,001 there).
+ */
 async function projectionLag(services: Services) {
-  const head = await services.db
-    .selectFrom('events')
-    .select((eb) => eb.fn.max('global_position').as('head'))
-    .executeTakeFirst();
-  const headPosition = Number(head?.head ?? 0);
+  const head = await services.store.headPosition();
   const rows = await services.db.selectFrom('projection_checkpoints').select(['name', 'global_position']).execute();
-  return services.projections.runners.map((runner) => {
-    const position = rows.find((r) => r.name === runner.name)?.global_position ?? 0;
-    return { name: runner.name, position, lag: Math.max(0, headPosition - position) };
-  });
+  return Promise.all(
+    services.projections.runners.map(async (runner) => {
+      const position = rows.find((r) => r.name === runner.name)?.global_position ?? 0;
+      const lag = await services.store.lag({ globalPosition: BigInt(position) }, head, { max: READY_MAX_LAG + 1 });
+      return { name: runner.name, position, lag };
+    }),
+  );
 }
 
 /** One process's metrics: its registry, and the middleware that times each request into it. */
