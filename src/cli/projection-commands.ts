@@ -17,7 +17,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
     .action((opts: { json?: boolean }) =>
       kit.withServices(
         async (services) => {
-          const statuses = await projectionStatus(services.db);
+          const statuses = await projectionStatus(services.db, services.store);
           process.stdout.write(opts.json ? `${JSON.stringify(statuses)}\n` : `${formatProjectionStatus(statuses)}\n`);
         },
         { catchUp: false },

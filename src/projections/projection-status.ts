@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import type { EventStore } from '../store/event-store.js';
+import { PostgresEventStore } from '../store/postgres-event-store.js';
 import { PROJECTORS } from './projections.js';
 import type { Projector } from './projector.js';
 
@@ -14,22 +16,24 @@ export interface ProjectionStatus {
   rebuildable: boolean;
 }
 
-/** Each projector's checkpoint and how far behind the log it is (`loyalty projections status`). */
-export async function projectionStatus(db: Kysely<Database>, projectors: readonly Projector[] = PROJECTORS): Promise<ProjectionStatus[]> {
+/**
+ * Each projector's checkpoint (in `db`) and how many events of the log (`store`) lie after it
+ * (`loyalty projections status`). Without `store`, the log is the one `db` holds itself.
+ */
+export async function projectionStatus(
+  db: Kysely<Database>,
+  store: EventStore = new PostgresEventStore(db),
+  projectors: readonly Projector[] = PROJECTORS,
+): Promise<ProjectionStatus[]> {
   const rows = await db.selectFrom('projection_checkpoints').selectAll().execute();
   return Promise.all(
     projectors.map(async (p) => {
       const row = rows.find((r) => r.name === p.name);
       const checkpoint = Number(row?.global_position ?? 0);
-      const lag = await db
-        .selectFrom('events')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('global_position', '>', checkpoint)
-        .executeTakeFirstOrThrow();
       return {
         name: p.name,
         checkpoint,
-        lag: Number(lag.n),
+        lag: await store.countEvents({ globalPosition: BigInt(checkpoint) }),
         updated_at: row ? new Date(row.updated_at).toISOString() : null,
         tables: p.tables,
         rebuildable: !p.reactor,
