@@ -2,8 +2,7 @@ import type { Kysely } from 'kysely';
 import { streams } from '../commands/streams.js';
 import type { Database } from '../db/schema.js';
 import { customersProjector } from '../projections/customers/customers-projector.js';
-import { type EventStore, START, type StoredEvent } from '../store/event-store.js';
-import { PostgresEventStore } from '../store/postgres-event-store.js';
+import { compareCheckpoints, type EventStore, START, type StoredEvent } from '../store/event-store.js';
 import { type Drift, diffCustomer, type LedgerRow } from './diff-customer.js';
 import { type ChainBreak, ChainVerifier } from './verify-chain.js';
 
@@ -29,64 +28,50 @@ const READ_BATCH = 1000;
  * customer stream with the customer decider and diffs the result against `customers` and
  * `ledger_entries`.
  *
- * Safe while the service writes: the chains are checked up to the log's head as of one snapshot
- * (taken with the store's record of each stream's head), and each chunk of customers is compared
+ * Safe while the service writes: the chains are checked up to the log's head as of one moment
+ * (taken with the store's record of each stream's head, `streamHeads`), and each chunk of customers is compared
  * with its read-model rows as of one snapshot of the customers projection, folding only the events
  * that projection had applied then.
  */
 export async function auditStore(db: Kysely<Database>, store: EventStore, options: AuditOptions = {}): Promise<AuditReport> {
   const { customerId } = options;
-  const verifier = await verifyChains(db, store, customerId === undefined ? undefined : streams.customer(customerId));
-  const ids = customerId === undefined ? await allCustomerIds(db) : [customerId];
+  const verifier = await verifyChains(store, customerId === undefined ? undefined : streams.customer(customerId));
+  const ids = customerId === undefined ? await allCustomerIds(db, store) : [customerId];
   const drifts: Drift[] = [];
   const chunkSize = options.chunkSize ?? 500;
   for (let i = 0; i < ids.length; i += chunkSize) drifts.push(...(await diffCustomers(db, store, ids.slice(i, i + chunkSize))));
   return { events: verifier.events, streams: verifier.streams, customers: ids.length, breaks: verifier.breaks, drifts };
 }
 
-async function verifyChains(db: Kysely<Database>, store: EventStore, stream: string | undefined): Promise<ChainVerifier> {
-  const { head, heads } = store instanceof PostgresEventStore ? await recordedHeads(db, stream) : { head: null, heads: [] };
+/**
+ * Reads the chains up to the log's head as the store reported it together with each stream's
+ * recorded head (`streamHeads`), then compares where each chain ended with that record.
+ */
+async function verifyChains(store: EventStore, stream: string | undefined): Promise<ChainVerifier> {
+  const { position: head, streams: heads } = await store.streamHeads(stream === undefined ? {} : { stream });
   const verifier = new ChainVerifier();
-  const check = (events: StoredEvent[]) => events.filter((e) => head === null || e.position.globalPosition <= head).forEach((e) => verifier.check(e));
+  const check = (events: StoredEvent[]) => events.filter((e) => compareCheckpoints(e.position, head) <= 0).forEach((e) => verifier.check(e));
   if (stream !== undefined) {
     check(await store.readStream(stream));
   } else {
     let after = START;
-    while (head === null || after.globalPosition < head) {
+    while (compareCheckpoints(after, head) < 0) {
       const batch = await store.readAll(after, READ_BATCH);
       if (batch.events.length === 0) break;
       check(batch.events);
       after = batch.checkpoint;
     }
   }
-  verifier.checkHeads(heads.map((h) => ({ stream: h.stream_id, version: Number(h.version), lastHash: h.last_hash })));
+  verifier.checkHeads(heads.map((h) => ({ stream: h.stream, version: h.revision, lastHash: h.lastHash })));
   return verifier;
 }
 
-/**
- * The log's head and each stream's recorded head (`streams.version`, `last_hash`), from one
- * snapshot of the PostgreSQL store's own tables. Another store (KurrentDB) is read to its end,
- * without the head check.
- */
-async function recordedHeads(db: Kysely<Database>, stream: string | undefined) {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .execute(async (trx) => {
-      const max = await trx.selectFrom('events').select((eb) => eb.fn.max('global_position').as('head')).executeTakeFirst();
-      let q = trx.selectFrom('streams').select(['stream_id', 'version', 'last_hash']);
-      if (stream !== undefined) q = q.where('stream_id', '=', stream);
-      return { head: BigInt(max?.head ?? 0), heads: await q.execute() };
-    });
-}
-
-async function allCustomerIds(db: Kysely<Database>): Promise<string[]> {
-  const prefix = streams.customer('');
+async function allCustomerIds(db: Kysely<Database>, store: EventStore): Promise<string[]> {
   const [fromLog, fromReadModel] = await Promise.all([
-    db.selectFrom('streams').select('stream_id').where('stream_id', 'like', `${prefix}%`).execute(),
+    store.streamHeads({ prefix: streams.customer('') }),
     db.selectFrom('customers').select('id').execute(),
   ]);
-  return [...new Set([...fromLog.map((r) => streams.customerIdOf(r.stream_id)), ...fromReadModel.map((r) => r.id)])].sort();
+  return [...new Set([...fromLog.streams.map((h) => streams.customerIdOf(h.stream)), ...fromReadModel.map((r) => r.id)])].sort();
 }
 
 async function diffCustomers(db: Kysely<Database>, store: EventStore, ids: string[]): Promise<Drift[]> {

@@ -54,8 +54,8 @@ export class ChainVerifier {
   }
 
   /**
-   * Compares where each stream ended with the store's own record of its head
-   * (`streams.version`, `streams.last_hash`): catches events removed from the end of a stream.
+   * Compares where each stream ended with the store's own record of its head (`streamHeads`;
+   * on PostgreSQL the `streams` table): catches events removed from the end of a stream.
    */
   checkHeads(recorded: Iterable<{ stream: string; version: number; lastHash: string }>): void {
     for (const { stream, version, lastHash } of recorded) {
