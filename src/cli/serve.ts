@@ -130,8 +130,6 @@ function listenHttp(services: Services, options: AppOptions, onListening: (port:
   return server;
 }
 
-/** How long a keep-alive connection idle at shutdown may still bring one more request. */
-const IDLE_GRACE_MS = 1000;
 
 /**
  * Stops accepting connections and lets each open one end after its next answer (which carries
@@ -144,8 +142,14 @@ function stopAccepting(server: Server): Promise<void> {
   return new Promise((resolve) => NetServer.prototype.close.call(server, () => resolve()));
 }
 
+/**
+ * A connection idle at shutdown may still bring one more request: it is closed once idle for the
+ * server's keep-alive timeout (5 s), as it would be at any other time, so a client that copes
+ * with the server's keep-alive timeout copes with a shutdown. (A 1 s grace reset connections of
+ * clients busy reading large answers when it struck.)
+ */
 function closeIdleAfterGrace(server: Server): void {
-  setTimeout(() => server.closeIdleConnections(), IDLE_GRACE_MS).unref();
+  setTimeout(() => server.closeIdleConnections(), server.keepAliveTimeout).unref();
 }
 
 /** On SIGTERM/SIGINT: `drain` (stop accepting, finish in-flight work), close the services, exit. */
