@@ -425,18 +425,16 @@ describe('webhook delivery', () => {
       expect(target.received).toEqual([]);
     });
 
+    /** A dispatcher on the test clock that gives up on a receiver after 300 ms (standing in for the 15 s timeout). */
+    const impatientDispatcher = () =>
+      new WebhookDispatcher(t.services.db, { secrets: webhookSecrets(t.services.db), allowPrivate: true, onGone: async () => {}, now: () => clock, timeoutMs: 300 });
+
     it('times out a receiver that never answers and records the attempt as "timed out", to retry later', async () => {
       const { private_key: key } = await t.business();
       const r = await receiver(() => 'hang');
       const { id } = await createWebhook(key, r.url, ['customer.created']);
       await newCustomer(key);
-      const impatient = new WebhookDispatcher(t.services.db, {
-        secrets: webhookSecrets(t.services.db),
-        allowPrivate: true,
-        onGone: async () => {},
-        now: () => clock,
-        timeoutMs: 300,
-      });
+      const impatient = impatientDispatcher();
       const start = Date.now();
       clock = new Date(start);
       expect(await impatient.runOnce()).toBeGreaterThanOrEqual(1);
@@ -465,13 +463,7 @@ describe('webhook delivery', () => {
       });
       const { id } = await createWebhook(key, r.url, ['customer.created']);
       await newCustomer(key);
-      const impatient = new WebhookDispatcher(t.services.db, {
-        secrets: webhookSecrets(t.services.db),
-        allowPrivate: true,
-        onGone: async () => {},
-        now: () => clock,
-        timeoutMs: 300,
-      });
+      const impatient = impatientDispatcher();
       start = Date.now();
       clock = new Date(start);
       expect(await impatient.runOnce()).toBe(1);
