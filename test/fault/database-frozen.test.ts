@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { api, killAllProcesses, printedKeys, type ServerProcess, startServer } from '../e2e/process-helpers.js';
-import { describeWithOwnCluster, type OwnPostgres, startOwnPostgres } from '../support/own-postgres.js';
-import { type Receiver, startReceiver } from '../support/webhook-receiver.js';
-import { earn, type EarnAnswer } from './earn-request.js';
-import { expectReadModelsToMatchLog, laggingProjections, loggedMovements, withClient } from './log-checks.js';
+import { api } from '../e2e/process-helpers.js';
+import { describeWithOwnCluster } from '../support/own-postgres.js';
+import { EarnLoad, useEarningService } from './earning-service.js';
 
 const CUSTOMERS = 2;
 const WRITERS = 4;
@@ -29,17 +27,6 @@ const RECOVERY_BOUND_MS = 10_000;
 const WEBHOOK_BOUND_MS = 20_000;
 
 type Phase = 'up' | 'freezing' | 'frozen' | 'thawing' | 'thawed';
-
-interface Attempt extends EarnAnswer {
-  writer: number;
-  idempotencyKey: string;
-  sentIn: Phase;
-  answeredIn: Phase;
-  /** When it was answered (performance.now()). */
-  at: number;
-}
-
-const describeAttempt = (a: Attempt) => `${a.idempotencyKey} ${a.sentIn}→${a.answeredIn}: ${a.status ?? a.error} ${a.code ?? ''} in ${Math.round(a.ms)} ms`;
 
 interface Probe {
   what: string;
@@ -84,67 +71,27 @@ async function timed(baseUrl: string, method: string, path: string, key?: string
  * service's side keeps requests from hanging.
  */
 describeWithOwnCluster('database frozen mid-load (SIGSTOP)', () => {
-  let cluster: OwnPostgres;
-  let server: ServerProcess;
-  let receiver: Receiver;
-  let key: string;
-  const customerIds: string[] = [];
-  const attempts: Attempt[] = [];
-  let phase: Phase = 'up';
-
-  beforeAll(async () => {
-    cluster = await startOwnPostgres();
-    receiver = await startReceiver();
-    server = await startServer({ env: { DATABASE_URL: cluster.url, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1', LOYALTY_RATE_LIMIT_RPS: '0' }, dispose: async () => {} });
-    key = printedKeys(server.stdout).privateKey!;
-    const hook = await api(server.baseUrl, 'POST', '/api/v1/webhooks', { key, body: { url: receiver.url, events: ['points.earned'] } });
-    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
-    for (let c = 0; c < CUSTOMERS; c++) {
-      const created = await api(server.baseUrl, 'POST', '/api/v1/customers', { key, body: { email: `frozen-${c}@example.com` } });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      customerIds.push(created.body.id);
-    }
-  });
-
-  afterAll(async () => {
-    cluster?.thaw();
-    await killAllProcesses();
-    await receiver?.close();
-    await cluster?.destroy();
-  });
-
-  const answered = (writer: number, sentIn: Phase) => attempts.filter((a) => a.writer === writer && a.sentIn === sentIn && a.answeredIn === sentIn);
+  const service = useEarningService(CUSTOMERS, 'frozen');
+  const load = new EarnLoad<Phase>(service, WRITERS, 'frozen', 'up');
 
   it('answers 503 `unavailable` within 6 s while the database is frozen, stays up, and writes again once it is thawed', async () => {
-    let stopWriting = false;
-    const writer = async (w: number) => {
-      for (let n = 0; !stopWriting; n++) {
-        const idempotencyKey = `frozen-w${w}-n${n}`;
-        const sentIn = phase;
-        const answer = await earn(server.baseUrl, key, customerIds[(w + n) % CUSTOMERS]!, idempotencyKey);
-        attempts.push({ ...answer, writer: w, idempotencyKey, sentIn, answeredIn: phase, at: performance.now() });
-        if (answer.status !== 201) await new Promise((r) => setTimeout(r, 50));
-      }
-    };
-    const writers = Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+    const { cluster, server, key, customerIds } = service;
+    load.start();
     const probes: Probe[] = [];
     let thawedAt = 0;
     const thaw = () => {
-      if (phase !== 'freezing' && phase !== 'frozen') return;
-      phase = 'thawing';
+      if (load.phase !== 'freezing' && load.phase !== 'frozen') return;
+      load.phase = 'thawing';
       cluster.thaw();
       thawedAt = performance.now();
-      phase = 'thawed';
+      load.phase = 'thawed';
     };
     try {
-      await vi.waitFor(() => expect(attempts.filter((a) => a.status === 201).length).toBeGreaterThanOrEqual(FREEZE_AFTER_ACKS), {
-        timeout: 30_000,
-        interval: 20,
-      });
+      await load.untilAcknowledged(FREEZE_AFTER_ACKS);
 
-      phase = 'freezing';
+      load.phase = 'freezing';
       await cluster.freeze();
-      phase = 'frozen';
+      load.phase = 'frozen';
       // Reads and writes of other kinds, sent while it is frozen (besides the writers' earns).
       probes.push(
         ...(await Promise.all([
@@ -154,12 +101,7 @@ describeWithOwnCluster('database frozen mid-load (SIGSTOP)', () => {
           timed(server.baseUrl, 'POST', '/api/v1/customers', key, { email: 'during-freeze@example.com' }),
         ])),
       );
-      await vi.waitFor(
-        () => {
-          for (let w = 0; w < WRITERS; w++) expect(answered(w, 'frozen').length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
-        },
-        { timeout: 30_000, interval: 20 },
-      );
+      await load.untilEachWriterAnswered('frozen', ANSWERS_PER_PHASE);
       // Later requests too (after whatever the service learnt from the first ones).
       probes.push(await timed(server.baseUrl, 'GET', `/api/v1/customers/${customerIds[1]}/transactions`, key));
       probes.push(
@@ -176,55 +118,27 @@ describeWithOwnCluster('database frozen mid-load (SIGSTOP)', () => {
 
       thaw();
       // Same process, no restart: every writer gets acknowledgements again.
-      await vi.waitFor(
-        () => {
-          for (let w = 0; w < WRITERS; w++) {
-            expect(answered(w, 'thawed').filter((a) => a.status === 201).length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
-          }
-        },
-        { timeout: 30_000, interval: 50 },
-      );
+      await load.untilEachWriterAcknowledged('thawed', ANSWERS_PER_PHASE);
     } finally {
       // Never leave a frozen cluster behind, whatever failed above.
       thaw();
-      stopWriting = true;
-      await writers;
+      await load.stop();
     }
 
     // The other requests sent while frozen: 503 `unavailable` with Retry-After, within the bound.
     const badProbes = probes.filter((p) => p.status !== 503 || p.code !== 'unavailable' || !(p.retryAfterSeconds! > 0) || p.ms > FROZEN_ANSWER_BOUND_MS);
     expect(badProbes.map(describeProbe)).toEqual([]);
-    // Every answer was an acknowledgement or a 503 `unavailable`; never a 500, never a dropped connection.
-    const odd = attempts.filter((a) => a.status !== 201 && !(a.status === 503 && a.code === 'unavailable'));
-    expect(odd.map(describeAttempt)).toEqual([]);
-    // While it was frozen: 503 `unavailable` with Retry-After, each within the bound.
-    const whileFrozen = attempts.filter((a) => a.sentIn === 'frozen' && a.answeredIn === 'frozen');
-    expect(whileFrozen.length).toBeGreaterThanOrEqual(WRITERS * ANSWERS_PER_PHASE);
-    for (const a of whileFrozen) {
-      expect(a.status, describeAttempt(a)).toBe(503);
-      expect(a.retryAfterSeconds, describeAttempt(a)).toBeGreaterThan(0);
-    }
-    expect(whileFrozen.filter((a) => a.ms > FROZEN_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
-    // Requests in flight when it froze (or thawed) are answered within a bound too.
-    const straddling = attempts.filter((a) => a.sentIn !== a.answeredIn);
-    expect(straddling.filter((a) => a.ms > IN_FLIGHT_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
+    // Only acknowledgements and 503 `unavailable`; while frozen, with Retry-After, each within the bound.
+    load.expectAcknowledgedOrUnavailable('frozen', WRITERS * ANSWERS_PER_PHASE, FROZEN_ANSWER_BOUND_MS, IN_FLIGHT_ANSWER_BOUND_MS);
     // Back within seconds of the thaw.
-    const firstAck = Math.min(...attempts.filter((a) => a.sentIn === 'thawed' && a.status === 201).map((a) => a.at));
+    const firstAck = Math.min(...load.attempts.filter((a) => a.sentIn === 'thawed' && a.status === 201).map((a) => a.at));
     expect(firstAck - thawedAt).toBeLessThan(RECOVERY_BOUND_MS);
     expect(server.child.exitCode, server.stderr).toBeNull();
   }, 120_000);
 
   it('keeps every acknowledged write exactly once, and nothing half-written: the read models catch up and match the log', async () => {
-    const acknowledged = attempts.filter((a) => a.status === 201);
-    await withClient(cluster.url, async (client) => {
-      await vi.waitFor(async () => expect(await laggingProjections(client)).toEqual([]), { timeout: 30_000, interval: 100 });
-      const movements = await loggedMovements(client);
-      for (const ack of acknowledged) {
-        const applied = movements.filter((m) => m.idempotencyKey === ack.idempotencyKey);
-        expect(applied.map((m) => m.transactionId), ack.idempotencyKey).toEqual([ack.transactionId]);
-      }
-      await expectReadModelsToMatchLog(client);
-    });
+    const { server, receiver, key, customerIds } = service;
+    const acknowledged = await load.expectAcknowledgedOnceInLog();
     // The webhook dispatcher's loop is back: what was written after the thaw is delivered. (A
     // message it had claimed when the database froze waits for its claim to expire, 60 s.)
     const afterThaw = acknowledged.filter((a) => a.sentIn === 'thawed').map((a) => a.transactionId);

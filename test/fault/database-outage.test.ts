@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { CONNECT_TIMEOUT_MS } from '../../src/db/database.js';
-import { api, killAllProcesses, printedKeys, type ServerProcess, startServer } from '../e2e/process-helpers.js';
-import { describeWithOwnCluster, type OwnPostgres, startOwnPostgres } from '../support/own-postgres.js';
-import { type Receiver, startReceiver } from '../support/webhook-receiver.js';
-import { earn, type EarnAnswer } from './earn-request.js';
+import { api } from '../e2e/process-helpers.js';
+import { describeWithOwnCluster } from '../support/own-postgres.js';
+import { earn } from './earn-request.js';
+import { type Attempt, describeAttempt, EarnLoad, useEarningService } from './earning-service.js';
 import { expectReadModelsToMatchLog, laggingProjections, loggedMovements, withClient } from './log-checks.js';
 
 const CUSTOMERS = 3;
@@ -31,77 +31,21 @@ const WEBHOOK_DEADLINE_MS = 75_000;
 
 type Phase = 'up' | 'stopping' | 'down' | 'starting' | 'recovered';
 
-interface Attempt extends EarnAnswer {
-  writer: number;
-  idempotencyKey: string;
-  customerId: string;
-  /** The database's phase when the request was sent and when it was answered. */
-  sentIn: Phase;
-  answeredIn: Phase;
-}
-
-const describeAttempt = (a: Attempt) => `${a.idempotencyKey} ${a.sentIn}→${a.answeredIn}: ${a.status ?? a.error} ${a.code ?? ''} in ${Math.round(a.ms)} ms`;
-
 describeWithOwnCluster('database stopped mid-load', () => {
-  let cluster: OwnPostgres;
-  let server: ServerProcess;
-  let receiver: Receiver;
-  let key: string;
-  const customerIds: string[] = [];
-  const attempts: Attempt[] = [];
-  let phase: Phase = 'up';
-
-  beforeAll(async () => {
-    cluster = await startOwnPostgres();
-    receiver = await startReceiver();
-    server = await startServer({ env: { DATABASE_URL: cluster.url, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1', LOYALTY_RATE_LIMIT_RPS: '0' }, dispose: async () => {} });
-    key = printedKeys(server.stdout).privateKey!;
-    const hook = await api(server.baseUrl, 'POST', '/api/v1/webhooks', { key, body: { url: receiver.url, events: ['points.earned'] } });
-    expect(hook.status, JSON.stringify(hook.body)).toBe(201);
-    for (let c = 0; c < CUSTOMERS; c++) {
-      const created = await api(server.baseUrl, 'POST', '/api/v1/customers', { key, body: { email: `outage-${c}@example.com` } });
-      expect(created.status, JSON.stringify(created.body)).toBe(201);
-      customerIds.push(created.body.id);
-    }
-  });
-
-  afterAll(async () => {
-    await killAllProcesses();
-    await receiver?.close();
-    await cluster?.destroy();
-  });
-
-  const answered = (writer: number, sentIn: Phase) => attempts.filter((a) => a.writer === writer && a.sentIn === sentIn && a.answeredIn === sentIn);
+  const service = useEarningService(CUSTOMERS, 'outage');
+  const load = new EarnLoad<Phase>(service, WRITERS, 'outage', 'up');
+  const { attempts } = load;
 
   it('answers 503 `unavailable` without hanging while the database is down, stays alive, and recovers by itself', async () => {
-    let stopWriting = false;
-    const writer = async (w: number) => {
-      for (let n = 0; !stopWriting; n++) {
-        const customerId = customerIds[(w + n) % CUSTOMERS]!;
-        const idempotencyKey = `outage-w${w}-n${n}`;
-        const sentIn = phase;
-        const answer = await earn(server.baseUrl, key, customerId, idempotencyKey);
-        attempts.push({ ...answer, writer: w, idempotencyKey, customerId, sentIn, answeredIn: phase });
-        // Pace the writers while the database is down: the outage is about answers, not volume.
-        if (answer.status !== 201) await new Promise((r) => setTimeout(r, 50));
-      }
-    };
-    const writers = Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+    const { cluster, server } = service;
+    load.start();
     try {
-      await vi.waitFor(() => expect(attempts.filter((a) => a.status === 201).length).toBeGreaterThanOrEqual(STOP_AFTER_ACKS), {
-        timeout: 30_000,
-        interval: 20,
-      });
+      await load.untilAcknowledged(STOP_AFTER_ACKS);
 
-      phase = 'stopping';
+      load.phase = 'stopping';
       await cluster.stop('immediate');
-      phase = 'down';
-      await vi.waitFor(
-        () => {
-          for (let w = 0; w < WRITERS; w++) expect(answered(w, 'down').length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
-        },
-        { timeout: 30_000, interval: 20 },
-      );
+      load.phase = 'down';
+      await load.untilEachWriterAnswered('down', ANSWERS_PER_PHASE);
       // The process is up and says so; it is not ready (its store is unreachable).
       expect(server.child.exitCode, server.stderr).toBeNull();
       expect((await api(server.baseUrl, 'GET', '/healthz')).status).toBe(200);
@@ -109,59 +53,31 @@ describeWithOwnCluster('database stopped mid-load', () => {
       expect(readiness.status).toBe(503);
       expect(readiness.body.status).toBe('unavailable');
 
-      phase = 'starting';
+      load.phase = 'starting';
       await cluster.start();
-      phase = 'recovered';
+      load.phase = 'recovered';
       // Same process, no restart: every writer gets acknowledgements again.
-      await vi.waitFor(
-        () => {
-          for (let w = 0; w < WRITERS; w++) {
-            expect(answered(w, 'recovered').filter((a) => a.status === 201).length, `writer ${w}`).toBeGreaterThanOrEqual(ANSWERS_PER_PHASE);
-          }
-        },
-        { timeout: 30_000, interval: 50 },
-      );
+      await load.untilEachWriterAcknowledged('recovered', ANSWERS_PER_PHASE);
     } finally {
-      stopWriting = true;
-      await writers;
+      await load.stop();
     }
 
-    // Every answer was an acknowledgement or a 503 `unavailable`; never a 500, never a dropped connection.
-    const odd = attempts.filter((a) => a.status !== 201 && !(a.status === 503 && a.code === 'unavailable'));
-    expect(odd.map(describeAttempt)).toEqual([]);
-    // While the database was down: 503 `unavailable` with Retry-After, each within the bound.
-    const whileDown = attempts.filter((a) => a.sentIn === 'down' && a.answeredIn === 'down');
-    expect(whileDown.length).toBeGreaterThanOrEqual(WRITERS * ANSWERS_PER_PHASE);
-    for (const a of whileDown) {
-      expect(a.status, describeAttempt(a)).toBe(503);
-      expect(a.retryAfterSeconds, describeAttempt(a)).toBeGreaterThan(0);
-    }
-    expect(whileDown.filter((a) => a.ms > DOWN_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
-    // Requests in flight when it went down (or came back) are answered within a bound too.
-    const straddling = attempts.filter((a) => a.sentIn !== a.answeredIn);
-    expect(straddling.filter((a) => a.ms > IN_FLIGHT_ANSWER_BOUND_MS).map(describeAttempt)).toEqual([]);
+    // Only acknowledgements and 503 `unavailable`; while down, with Retry-After, each within the bound.
+    load.expectAcknowledgedOrUnavailable('down', WRITERS * ANSWERS_PER_PHASE, DOWN_ANSWER_BOUND_MS, IN_FLIGHT_ANSWER_BOUND_MS);
     expect(server.child.exitCode, server.stderr).toBeNull();
   }, 120_000);
 
   it('keeps every acknowledged write exactly once; the read models catch up from their checkpoints and match the log', async () => {
-    const acknowledged = attempts.filter((a) => a.status === 201);
-    await withClient(cluster.url, async (client) => {
-      await vi.waitFor(async () => expect(await laggingProjections(client)).toEqual([]), { timeout: 30_000, interval: 100 });
-      const movements = await loggedMovements(client);
-      for (const ack of acknowledged) {
-        const applied = movements.filter((m) => m.idempotencyKey === ack.idempotencyKey);
-        expect(applied.map((m) => m.transactionId), ack.idempotencyKey).toEqual([ack.transactionId]);
-      }
-      await expectReadModelsToMatchLog(client);
-    });
+    await load.expectAcknowledgedOnceInLog();
   });
 
   it('applies a write whose outcome the client did not learn once, when it is retried with its Idempotency-Key', async () => {
+    const { cluster, server, key } = service;
     const acknowledged = new Map(attempts.filter((a) => a.status === 201).map((a) => [a.idempotencyKey, a.transactionId]));
     const unknown = [...new Map(attempts.filter((a) => !acknowledged.has(a.idempotencyKey)).map((a) => [a.idempotencyKey, a])).values()];
     expect(unknown.length).toBeGreaterThanOrEqual(WRITERS * ANSWERS_PER_PHASE);
     const deadline = Date.now() + RETRY_DEADLINE_MS;
-    const retryUntilAcknowledged = async (first: Attempt) => {
+    const retryUntilAcknowledged = async (first: Attempt<Phase>) => {
       for (;;) {
         const answer = await earn(server.baseUrl, key, first.customerId, first.idempotencyKey);
         if (answer.status === 201) return acknowledged.set(first.idempotencyKey, answer.transactionId);
@@ -192,6 +108,7 @@ describeWithOwnCluster('database stopped mid-load', () => {
   }, RETRY_DEADLINE_MS + 30_000);
 
   it('delivers every stored event of the subscribed type once the database is back (webhooks resume from their checkpoint)', async () => {
+    const { cluster, receiver } = service;
     const transactionIds = await withClient(cluster.url, async (client) => {
       const ids = (await loggedMovements(client)).map((m) => m.transactionId);
       await vi.waitFor(
