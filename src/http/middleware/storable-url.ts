@@ -9,6 +9,9 @@ import { unstorableText } from '../strict-json.js';
  * PostgreSQL would otherwise fail on them as an internal error.
  */
 export const storableUrl = createMiddleware<AppEnv>(async (c, next) => {
+  // Only percent-encoding carries NUL, a surrogate or broken UTF-8 past Node's HTTP parser: a URL
+  // without any (the common case) is not parsed again.
+  if (!c.req.url.includes('%')) return next();
   const url = new URL(c.req.url);
   const issues: ValidationIssue[] = [];
   for (const segment of url.pathname.split('/')) {
