@@ -14,6 +14,8 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   /** How long a PostgreSQL server may take to answer a query or a connection before the request answers 503. */
   databaseTimeoutMs: number;
+  /** Connections each process may open to a PostgreSQL server (its pool's size). */
+  databasePoolSize: number;
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
   webhookAllowPrivate: boolean;
   /** Token bucket per API key: sustained requests per second (0 turns rate limiting off)… */
@@ -43,6 +45,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // setTimeout holds at most 2^31 - 1 ms; past that Node would wait 1 ms instead.
     readYourWritesTimeoutMs: intSetting(env, 'LOYALTY_RYW_TIMEOUT_MS', 5000, { max: 2_147_483_647 }),
     databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
+    databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,
     rateLimitBurst,

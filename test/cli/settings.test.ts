@@ -37,6 +37,7 @@ describe('settings read at start', () => {
     ['LOYALTY_RYW_TIMEOUT_MS', '99999999999'],
     ['LOYALTY_DB_TIMEOUT_MS', '0'],
     ['LOYALTY_DB_TIMEOUT_MS', '5s'],
+    ['LOYALTY_DB_POOL_SIZE', '0'],
     ['LOYALTY_RATE_LIMIT_RPS', '-5'],
     ['LOYALTY_RATE_LIMIT_BURST', '0'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
@@ -66,6 +67,7 @@ describe('settings read at start', () => {
   it('takes defaults for unset or empty variables, and valid values as given', () => {
     expect(loadConfig({ PORT: '' })).toMatchObject({ port: 3000, logLevel: 'info', readYourWritesTimeoutMs: 5000, databaseTimeoutMs: 5000, rateLimitBurst: 200 });
     expect(loadConfig({ LOYALTY_DB_TIMEOUT_MS: '2500' })).toMatchObject({ databaseTimeoutMs: 2500 });
+    expect(loadConfig({ LOYALTY_DB_POOL_SIZE: '8' })).toMatchObject({ databasePoolSize: 8 });
     expect(loadConfig({ PORT: '0', LOYALTY_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' })).toMatchObject({ port: 0, rateLimitRps: 0, logLevel: 'silent' });
     expect(loadConfig({ PORT: '65535', DATABASE_URL: 'postgresql://u:p@db.internal:6543/loyalty' })).toMatchObject({
       port: 65535,

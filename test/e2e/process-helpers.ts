@@ -38,7 +38,9 @@ export async function freshStore(): Promise<ProcessStore> {
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'LOYALTY_DATA_DIR', 'EVENTSTORE_URL', 'PORT', 'HOST', 'NODE_OPTIONS']) delete env[name];
-  return { ...env, LOG_LEVEL: 'warn', ...extra };
+  // Small pools: the suite runs two files at once, some with five server processes, on one
+  // PostgreSQL server (max_connections 100); 20 connections each would run it out.
+  return { ...env, LOG_LEVEL: 'warn', LOYALTY_DB_POOL_SIZE: '8', ...extra };
 }
 
 const running = new Set<ChildProcess>();
