@@ -1,5 +1,7 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
-import type { LedgerType } from '../projections/customers/ledger-entry.js';
+
+/** What a line of the points ledger records (`ledger_entries.type`). */
+export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { DuplicateReference } from '../commands/customer/customer-stream.js';
+import { DuplicateReference } from '../commands/index.js';
 import { ApiError } from '../errors.js';
 import type { AppEnv } from './env.js';
 import { presentEvent, presentRedemption, presentTransaction } from './presenters.js';

@@ -1,5 +1,5 @@
-import type { RecordedEvent } from '../commands/customer/customer-stream.js';
-import { streams } from '../commands/streams.js';
+import type { RecordedEvent } from '../commands/index.js';
+import { streams } from '../events/streams.js';
 import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../db/schema.js';
 import type { EventData } from '../events/catalogue.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditIsClean } from '../../src/audit/audit-report.js';
 import { auditStore } from '../../src/audit/audit-store.js';
 import { projectionStatus } from '../../src/projections/projection-status.js';
-import { PROJECTORS } from '../../src/projections/projections.js';
+import { PROJECTORS } from '../../src/projectors.js';
 import { rebuildProjection, rebuildProjections } from '../../src/projections/rebuild.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -111,7 +111,7 @@ describe('projections rebuild', () => {
     for (const table of ['tiers', 'event_types', 'rewards', 'redemptions', 'recorded_events', 'api_keys']) expect(added(table), table).toEqual([]);
 
     expect(auditIsClean(await auditStore(t.services.db, t.services.store))).toBe(true);
-    for (const status of await projectionStatus(t.services.db)) expect(status, status.name).toMatchObject({ lag: 0 });
+    for (const status of await projectionStatus(t.services.db, t.services.store, PROJECTORS)) expect(status, status.name).toMatchObject({ lag: 0 });
   });
 
   it('rebuilds every projector in one pass over the log, repairing each of them', async () => {
@@ -127,7 +127,7 @@ describe('projections rebuild', () => {
     expect(result.projectors).toEqual(REBUILT.map((p) => p.name));
     expect(result.events).toBe(Number(log.n)); // the whole log, replayed into all the copies
     expect(await readModels(t)).toEqual(before);
-    for (const status of await projectionStatus(t.services.db)) expect(status, status.name).toMatchObject({ lag: 0 });
+    for (const status of await projectionStatus(t.services.db, t.services.store, PROJECTORS)) expect(status, status.name).toMatchObject({ lag: 0 });
   });
 
   it('refuses the webhooks reactor, whose replay would send webhooks again', async () => {

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { missingPermission, permissionsForNewKey } from '../../commands/api-key/permissions.js';
+import { missingPermission, permissionsForNewKey } from '../../events/permissions.js';
 import { errors } from '../../errors.js';
 import { commandContext } from '../command-context.js';
 import { createRouter } from '../router.js';
