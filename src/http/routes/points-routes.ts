@@ -31,7 +31,7 @@ export const pointsRoutes = createRouter().openapi(
     const body = c.req.valid('json');
     const { services } = c.var;
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      services.commands.customers.recordPoints(commandContext(c), customer_id, {
+      services.commands.customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
         pointsType: body.type,
         amount: body.amount,
         applyMultiplier: body.apply_multiplier ?? false,
