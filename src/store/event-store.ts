@@ -79,8 +79,8 @@ export interface AppendOptions {
    * after any `redecide`): adapters with a transaction around the append store it in that
    * transaction, so a retry of the request replays it whatever happens to the process after the
    * commit (CONTRACT.md §5). The PostgreSQL adapter marks the request's idempotency record done
-   * with it, and fails the append with `AnswerAlreadyStored`, writing nothing, when that record is
-   * no longer running (another attempt of the request committed first). Adapters without such a
+   * with it, and fails the append with `AnswerAlreadyStored`, writing nothing, when that attempt no
+   * longer holds the record (another attempt of the request took it over, or committed first). Adapters without such a
    * transaction ignore it: the events carry the key in their metadata instead.
    */
   receipt?: () => AppendReceipt | undefined;
@@ -90,6 +90,8 @@ export interface AppendOptions {
 export interface AppendReceipt {
   businessId: string;
   key: string;
+  /** The claim of the attempt answering: stored only while that attempt still holds the key. */
+  token: string;
   status: number;
   headers: Record<string, string>;
   body: string;

@@ -1,18 +1,23 @@
 import { createServer, type Server, type Socket, connect } from 'node:net';
 
 /**
- * A TCP proxy in front of the real PostgreSQL server that can lose the answer to a COMMIT: the
- * COMMIT reaches the server and commits, but the client never hears back and its connection is
- * cut. That is an unknown commit outcome as a crash of the network or of the server's host makes
- * one, on a real server. Reads the PostgreSQL frontend protocol only to find the COMMIT.
+ * A TCP proxy in front of the real PostgreSQL server that makes a COMMIT's outcome unknown to the
+ * client, as a crash of the network or of the server's host does, on a real server:
+ * - `loseNextCommitAnswer`: the COMMIT reaches the server and commits, but the client never hears
+ *   back and its connection is cut;
+ * - `holdNextCommit`: the COMMIT never reaches the server, and the client waits for an answer
+ *   until it gives up (or dies); the transaction stays open, holding its locks, until the
+ *   client's connection closes, and then rolls back.
+ * Reads the PostgreSQL frontend protocol only to find the COMMIT.
  *
  * @example
  * const proxy = await PgProxy.start(process.env.DATABASE_URL!);
  * const lost = proxy.loseNextCommitAnswer(/insert into events/i);
  */
 export class PgProxy {
-  private trap: { after: RegExp; done: () => void } | undefined;
+  private trap: { after: RegExp; mode: 'lose-answer' | 'hold'; done: () => void } | undefined;
   private readonly sockets = new Set<Socket>();
+  private partitioned = false;
 
   private constructor(
     private readonly server: Server,
@@ -42,8 +47,27 @@ export class PgProxy {
    */
   loseNextCommitAnswer(after: RegExp): Promise<void> {
     return new Promise((resolve) => {
-      this.trap = { after, done: resolve };
+      this.trap = { after, mode: 'lose-answer', done: resolve };
     });
+  }
+
+  /**
+   * Keeps the next COMMIT of a transaction that sent a statement matching `after` from the server.
+   * Resolves once the client has sent it (and is waiting for its answer).
+   */
+  holdNextCommit(after: RegExp): Promise<void> {
+    return new Promise((resolve) => {
+      this.trap = { after, mode: 'hold', done: resolve };
+    });
+  }
+
+  /**
+   * Cuts the client off from the server without closing anything, as a network partition does:
+   * nothing passes either way, new connections get no answer, and the server keeps every session
+   * (and its transaction and locks) open until the client closes its end.
+   */
+  partition(): void {
+    this.partitioned = true;
   }
 
   async close(): Promise<void> {
@@ -65,8 +89,9 @@ export class PgProxy {
     let untyped = 1; // the startup message has no type byte (an SSLRequest would add one more)
     let matched = false;
     let losing: (() => void) | undefined;
+    let holding = false;
     client.on('data', (chunk: Buffer) => {
-      upstream.write(chunk);
+      if (this.partitioned) return;
       pending = Buffer.concat([pending, chunk]);
       for (;;) {
         const offset = untyped > 0 ? 0 : 1;
@@ -78,20 +103,25 @@ export class PgProxy {
         if (untyped > 0) {
           untyped -= 1;
           if (message.length === 8 && message.readInt32BE(4) === 80877103) untyped += 1; // SSLRequest
-          continue;
+        } else {
+          const kind = String.fromCharCode(message[0]!);
+          const text = kind === 'Q' || kind === 'P' ? message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8') : '';
+          if (this.trap && this.trap.after.test(text)) matched = true;
+          if (/^\s*commit\b/i.test(text) && matched && this.trap) {
+            const { mode, done } = this.trap;
+            this.trap = undefined;
+            if (mode === 'hold') {
+              holding = true;
+              done();
+            } else losing = done;
+          }
+          if (/^\s*(commit|rollback)\b/i.test(text)) matched = false;
         }
-        const kind = String.fromCharCode(message[0]!);
-        if (kind !== 'Q' && kind !== 'P') continue;
-        const text = message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8');
-        if (this.trap && this.trap.after.test(text)) matched = true;
-        if (/^\s*commit\b/i.test(text) && matched && this.trap) {
-          losing = this.trap.done;
-          this.trap = undefined;
-        }
-        if (/^\s*(commit|rollback)\b/i.test(text)) matched = false;
+        if (!holding) upstream.write(message);
       }
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (this.partitioned) return;
       if (!losing) {
         client.write(chunk);
         return;

@@ -36,7 +36,8 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   if (!KEY_FORMAT.test(key)) {
     throw errors.validation([{ path: 'Idempotency-Key', message: 'must be 1–255 printable ASCII characters' }]);
   }
-  const store = idempotencyStore(c.var.services.db);
+  const { services } = c.var;
+  const store = idempotencyStore(services.db, { holder: services.processMark.id, leaseMs: services.config.claimLeaseMs });
   const businessId = c.var.principal.businessId;
 
   const claim = await store.claim(businessId, key, requestFingerprint(c));
@@ -52,18 +53,19 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     case 'proceed':
       break;
   }
+  const { token } = claim;
 
   let stored: AppendReceipt | undefined;
   c.set('idempotency', {
     receipt(status, value) {
-      stored = { businessId, key, status, headers: JSON_HEADERS, body: withoutSecrets(JSON.stringify(value)) };
+      stored = { businessId, key, token, status, headers: JSON_HEADERS, body: withoutSecrets(JSON.stringify(value)) };
       return stored;
     },
   });
   try {
     await next();
   } catch (error) {
-    await store.release(businessId, key).catch(() => {});
+    await store.release(businessId, key, token).catch(() => {});
     throw error;
   }
   if (c.error instanceof AnswerAlreadyStored) {
@@ -78,7 +80,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     return;
   }
   if (!isFinal(response.status, body)) {
-    await store.release(businessId, key).catch(() => {});
+    await store.release(businessId, key, token).catch(() => {});
     return;
   }
   const headers: Record<string, string> = {};
@@ -88,8 +90,8 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   // The request's work is done (a write is committed): its answer goes out even if the record
   // cannot be stored (the database went away); the key then stays held until its lease expires.
-  await store.complete(businessId, key, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
-    c.var.services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
+  await store.complete(businessId, key, token, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
+    services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
 });
 
