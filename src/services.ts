@@ -19,10 +19,12 @@ import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
+import { PROJECTORS } from './projectors.js';
 import { openEventStore } from './store/open-event-store.js';
 import { webhookCommands } from './commands/webhook/webhook-commands.js';
 import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
 import { webhookSecrets } from './webhooks/secrets.js';
+import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
 
 export interface ServicesOptions {
@@ -66,7 +68,7 @@ export async function createServices(options: ServicesOptions) {
   const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
-  const projections = new Projections(database.db, store, {
+  const projections = new Projections(database.db, store, PROJECTORS, {
     logger,
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
@@ -74,7 +76,7 @@ export async function createServices(options: ServicesOptions) {
   const access = accessQueries(database.db);
   const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
   const secrets = webhookSecrets(database.db);
-  const webhooks = webhookCommands(deps, { secrets, allowPrivate: config.webhookAllowPrivate });
+  const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
   const dispatcher = new WebhookDispatcher(database.db, {
     secrets,
     allowPrivate: config.webhookAllowPrivate,

@@ -29,7 +29,7 @@ import { promisify } from 'node:util';
 import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
 import { type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { snapshotStore } from '../../src/commands/snapshot-store.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { openDatabase } from '../../src/db/database.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { summarizeProfile } from './cpu-profile.js';

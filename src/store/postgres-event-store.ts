@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { type LogDatabase, withLogTables } from './log-tables.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
 import { type BatchPlan, planBatch } from './append-plan.js';
 import { existingStreams, lockStreams, storeReceipts, writeBatch } from './append-statements.js';
@@ -58,10 +59,10 @@ export class PostgresEventStore implements EventStore {
    * server: a decision may read through the pool while the batch holds a connection, which on
    * PGlite's one connection would wait for ever; and there no other process moves its streams.
    */
-  constructor(
-    private readonly db: Kysely<Database>,
-    options: Partial<GroupCommitOptions> & { redecide?: boolean } = {},
-  ) {
+  private readonly db: Kysely<LogDatabase>;
+
+  constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean } = {}) {
+    this.db = withLogTables(db);
     this.redecides = options.redecide ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
   }
@@ -107,7 +108,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Decides and writes one batch in `trx`; returns what settles its appends once `trx` has committed. */
-  private async commitBatch(trx: Transaction<Database>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
+  private async commitBatch(trx: Transaction<LogDatabase>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
     const { live: batch, planned } = plannedAppends(appends);
     const { written, read } = touchedBy(batch);
     const found = await lockStreams(trx, [...written], [...read]);
@@ -201,7 +202,7 @@ function refusedByServer(error: unknown): boolean {
 }
 
 /** A stream's events, read with `db` (the store's pool, or a batch's transaction). */
-async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
+async function readStreamIn(db: Kysely<LogDatabase>, stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
   let query = db
     .selectFrom('events')
     .selectAll()
@@ -214,7 +215,7 @@ async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadS
   return (await query.execute()).map(toStoredEvent);
 }
 
-async function headOf(db: Kysely<Database>): Promise<Checkpoint> {
+async function headOf(db: Kysely<LogDatabase>): Promise<Checkpoint> {
   const row = await db.selectFrom('events').select((eb) => eb.fn.max('global_position').as('head')).executeTakeFirst();
   return { globalPosition: BigInt(row?.head ?? 0) };
 }

@@ -1,6 +1,6 @@
 import { ApiError, errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
-import type { CustomerProfile, TierSnapshot } from '../../events/customer-events.js';
+import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { changedFields } from '../changed-fields.js';
@@ -74,15 +74,6 @@ export interface CustomerState {
   tier: TierSnapshot | null;
   redemptions: Record<string, Redemption>;
 }
-
-export const EMPTY_PROFILE: CustomerProfile = {
-  email: null,
-  phone: null,
-  first_name: null,
-  last_name: null,
-  external_reference: null,
-  metadata: {},
-};
 
 export const MAX_POINTS = Number.MAX_SAFE_INTEGER;
 

@@ -5,7 +5,7 @@ import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata }
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
 import { write, type Written } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 
 /** Thrown when a reference was used before; `record` names what was created under it. */

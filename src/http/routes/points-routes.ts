@@ -1,9 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
-import { commandContext } from '../command-context.js';
-import { refusingDuplicates } from '../duplicate-reference.js';
+import { commandContext } from './command-context.js';
+import { refusingDuplicates } from './duplicate-reference.js';
 import { guard } from '../middleware/guard.js';
-import { presentTransactionEvent } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentTransactionEvent } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { PointsTransactionCreateSchema, PointsTransactionSchema } from '../schemas/points-schemas.js';

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
-import type { AnsweredEvent, CommandContext } from '../events/metadata.js';
-import type { AppEnv } from './env.js';
+import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
+import type { AppEnv } from '../env.js';
 
 /**
  * Who is asking and in which request, for the metadata of the events a command writes. With
