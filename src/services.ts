@@ -14,6 +14,7 @@ import type { Config } from './config.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
+import { ProcessMark } from './db/process-mark.js';
 import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
@@ -64,6 +65,7 @@ export async function createServices(options: ServicesOptions) {
     unlock();
     throw error;
   }
+  const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
   const projections = new Projections(database.db, store, PROJECTORS, {
@@ -80,6 +82,8 @@ export async function createServices(options: ServicesOptions) {
     allowPrivate: config.webhookAllowPrivate,
     logger,
     onGone: (webhookId) => webhooks.disableGone(webhookId, new Date()),
+    holder: processMark.id,
+    claimMs: config.claimLeaseMs,
     ...options.dispatcher,
   });
   if (options.runProjections) {
@@ -92,6 +96,7 @@ export async function createServices(options: ServicesOptions) {
     logger,
     database,
     db: database.db,
+    processMark,
     store,
     projections,
     commands: {
@@ -115,6 +120,7 @@ export async function createServices(options: ServicesOptions) {
       await dispatcher.stop();
       await projections.stop();
       await eventLog.close();
+      await processMark.close();
       await database.close();
       unlock();
     },

@@ -80,6 +80,10 @@ export interface IdempotencyKeysTable {
   response_body: string | null;
   created_at: Timestamp;
   locked_until: Timestamp;
+  /** The `ProcessMark` of the process answering it while running. */
+  holder: string | null;
+  /** The running attempt's token: only it answers, releases or stores an answer. */
+  claim_token: string | null;
 }
 
 export interface TiersTable {
@@ -199,6 +203,8 @@ export interface WebhookMessagesTable {
   attempts: number;
   next_attempt_at: Timestamp;
   locked_until: Timestamp | null;
+  /** The `ProcessMark` of the dispatcher delivering it while claimed. */
+  holder: string | null;
   created_at: Timestamp;
   delivered_at: Timestamp | null;
   seq: Generated<number>;

@@ -5,7 +5,7 @@ import type { EventTypeDefinition, TierDefinition } from '../../events/program-e
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
-import { applyMultiplier, eventPoints } from '../program/rules.js';
+import { applyMultiplier, eventPoints, MAX_EVENT_POINTS } from '../program/rules.js';
 
 export type CustomerEvent = EventOf<
   | 'CustomerRegistered'
@@ -210,6 +210,11 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
     case 'earn': {
       const multiplier = command.applyMultiplier ? heldMultiplier(state, command.tiers) : 1;
       const credited = applyMultiplier(amount, multiplier);
+      if (credited > MAX_EVENT_POINTS) {
+        throw errors.pointsOutOfRange(
+          `With the tier multiplier ${multiplier} this earn would credit ${credited.toLocaleString('en-US')} points, more than the ${MAX_EVENT_POINTS.toLocaleString('en-US')} one amount may be; nothing was recorded.`,
+        );
+      }
       assertCreditFits(state, credited);
       return {
         type: 'PointsEarned',

@@ -4,6 +4,7 @@ import type { ZodError } from 'zod';
 import { DatabaseNotAnswering } from '../../db/query-deadline.js';
 import { ApiError, errors, type ValidationIssue } from '../../errors.js';
 import type { AppEnv } from '../env.js';
+import { AnswerAlreadyStored, CommitOutcomeUnknown } from '../../store/event-store.js';
 import { redactSecrets } from './redact-secrets.js';
 import { payloadTooLarge } from '../middleware/body-size.js';
 
@@ -40,6 +41,8 @@ export function toApiError(error: unknown): ApiError {
     }
     if (error.status === 400) return errors.invalidJson();
   }
+  if (error instanceof CommitOutcomeUnknown) return errors.outcomeUnknown();
+  if (error instanceof AnswerAlreadyStored) return errors.retryLater('Another attempt of this request was answered meanwhile; retry to receive its answer.');
   if (isUnavailable(error)) return errors.unavailable();
   return new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged with the request id.');
 }

@@ -30,7 +30,7 @@ export const eventRoutes = createRouter()
       const body = c.req.valid('json');
       const { services } = c.var;
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        services.commands.events.record(commandContext(c), {
+        services.commands.events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
           customerId: body.customer_id,
           eventType: body.event_type,
           properties: body.properties,

@@ -39,7 +39,7 @@ export const redemptionRoutes = createRouter()
       const { customer_id } = c.req.valid('param');
       const body = c.req.valid('json');
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        c.var.services.commands.redemptions.redeem(commandContext(c), {
+        c.var.services.commands.redemptions.redeem(commandContext(c, { status: 201, present: presentRewardRedeemed }), {
           customerId: customer_id,
           rewardId: body.reward_id,
           reference: body.reference ?? null,
