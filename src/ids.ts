@@ -32,4 +32,5 @@ export function newKeySecret(): string {
   return randomSecret();
 }
 
-export type IdGenerator = typeof newId;
+/** Where ids come from: `newId` in production; injected (`createServices`) so tests and the scheduler to come can pass their own. */
+export type IdGenerator = (kind: IdKind) => string;

@@ -10,7 +10,9 @@ import { rewardCommands } from './commands/reward/reward-commands.js';
 import { KeyedLock } from './commands/keyed-lock.js';
 import { snapshotStore } from './commands/snapshot-store.js';
 import { StateCache } from './commands/state-cache.js';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
+import { type IdGenerator, newId } from './ids.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
@@ -41,8 +43,12 @@ export interface ServicesOptions {
    * checkpoints in PostgreSQL instead of applying events itself.
    */
   projectionsElsewhere?: boolean;
-  /** Overrides for the webhook dispatcher (tests inject a clock). */
+  /** Overrides for the webhook dispatcher. */
   dispatcher?: Partial<DispatcherOptions>;
+  /** Where time comes from, everywhere (default: the system clock). */
+  clock?: Clock;
+  /** Where ids come from, everywhere (default: `newId`). */
+  ids?: IdGenerator;
 }
 
 /**
@@ -74,14 +80,25 @@ export async function createServices(options: ServicesOptions) {
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
-  const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? newId;
+  const deps: CommandDeps = {
+    store,
+    ids,
+    clock,
+    locks: new KeyedLock(),
+    cache: new StateCache(10_000, snapshotStore(database.db)),
+    settle: (p) => projections.settle(p),
+  };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
   const dispatcher = new WebhookDispatcher(database.db, {
     secrets,
     allowPrivate: config.webhookAllowPrivate,
     logger,
-    onGone: (webhookId) => webhooks.disableGone(webhookId, new Date()),
+    now: () => clock.now(),
+    ids,
+    onGone: (webhookId) => webhooks.disableGone(webhookId, clock.now()),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,
     ...options.dispatcher,
@@ -93,6 +110,8 @@ export async function createServices(options: ServicesOptions) {
 
   return {
     config,
+    clock,
+    ids,
     logger,
     database,
     db: database.db,

@@ -13,6 +13,7 @@ import type { CliKit } from './cli-kit.js';
 import { registerProjectionCommands } from './projection-commands.js';
 import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js';
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
+import { cliContext } from './cli-context.js';
 
 const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
 
@@ -148,7 +149,7 @@ export function buildProgram(): Command {
         const unknown = permissions?.filter((p) => !(PERMISSIONS as readonly string[]).includes(p)) ?? [];
         if (unknown.length) throw new CliError(`Unknown permission(s): ${unknown.join(', ')}. Known: ${PERMISSIONS.join(', ')}.`);
         const businessId = await resolveBusiness(services, opts.business);
-        const ctx = { businessId, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+        const ctx = cliContext(services, businessId);
         const created = await services.commands.apiKeys.create(ctx, {
           type: opts.type,
           name: opts.name ?? null,
@@ -193,7 +194,7 @@ export function buildProgram(): Command {
       withServices(async (services) => {
         const key = (await services.queries.access.allKeys()).find((k) => k.id === keyId);
         if (!key) throw new CliError(`No key with id '${keyId}'.`);
-        const ctx = { businessId: key.business_id, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+        const ctx = cliContext(services, key.business_id);
         // The revoke command's options, as far as the CLI uses them.
         const revoke: (c: CommandContext, id: string, options: { force: boolean }) => Promise<void> = services.commands.apiKeys.revoke;
         try {

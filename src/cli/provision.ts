@@ -1,5 +1,6 @@
 import type { Plan } from '../events/business-events.js';
 import type { Services } from '../services.js';
+import { cliContext } from './cli-context.js';
 
 export interface ProvisionedBusiness {
   business_id: string;
@@ -9,9 +10,8 @@ export interface ProvisionedBusiness {
 
 /** A new business with one private key (all permissions) and one public key: what `init` prints. */
 export async function provisionBusiness(services: Services, name: string, plan: Plan): Promise<ProvisionedBusiness> {
-  const base = { actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
-  const businessId = await services.commands.businesses.create(base, { name, plan });
-  const ctx = { ...base, businessId };
+  const businessId = await services.commands.businesses.create(cliContext(services, ''), { name, plan });
+  const ctx = cliContext(services, businessId);
   const privateKey = await services.commands.apiKeys.create(ctx, { type: 'private', name: 'default private key', permissions: null });
   const publicKey = await services.commands.apiKeys.create(ctx, { type: 'public', name: 'default public key', permissions: null });
   return { business_id: businessId, private_key: privateKey.key, public_key: publicKey.key };
@@ -23,7 +23,7 @@ export async function provisionBusiness(services: Services, name: string, plan: 
  */
 export async function setBusinessPlan(services: Services, businessId: string, plan: Plan): Promise<{ changed: boolean; customers: number }> {
   const customers = await services.queries.customers.count(businessId);
-  const ctx = { businessId, actor: 'cli', requestId: null, idempotencyKey: null, now: new Date() };
+  const ctx = cliContext(services, businessId);
   const changed = await services.commands.businesses.setPlan(ctx, { plan, customerCount: customers });
   return { changed, customers };
 }

@@ -1,3 +1,5 @@
+import type { Clock } from '../clock.js';
+import type { IdGenerator } from '../ids.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { StateCache } from './state-cache.js';
@@ -5,6 +7,10 @@ import type { StateCache } from './state-cache.js';
 /** What command handlers need from the outside world; wired once in `src/services.ts`. */
 export interface CommandDeps {
   store: EventStore;
+  /** Where new ids come from (`newId` in production). */
+  ids: IdGenerator;
+  /** Where time comes from, for what commands stamp outside a request (a request's time is in its `CommandContext`). */
+  clock: Clock;
   locks: KeyedLock;
   /** Recently loaded aggregate states (a cache: correctness never depends on it). */
   cache: StateCache;

@@ -1,6 +1,9 @@
 import { type AppendReceipt, type AppendResult, type AppendWrite, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
-import { type DecidedWrite, decodedFor, type Load, loadAggregate } from './aggregate.js';
+import type { DomainEvent } from '../events/catalogue.js';
+import type { CommandContext } from '../events/metadata.js';
+import { type DecidedWrite, decidedWrite, decodedFor, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
+import type { Decider } from './decider.js';
 import { retryOnConflict } from './retry-on-conflict.js';
 
 /** What a change appended: the writes of the attempt that succeeded, and the position of its last event. */
@@ -55,6 +58,23 @@ export async function write(
   });
   if (written) await deps.settle(written.position);
   return written;
+}
+
+/**
+ * A change that starts a stream under an id just made: the same path as every change (see
+ * `write`), the stream expected not to exist. `decide` gets the decider's initial state.
+ */
+export function createStream<State, Event extends DomainEvent>(
+  deps: CommandDeps,
+  stream: string,
+  decider: Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>,
+  decide: (state: State) => Event[],
+  ctx: CommandContext,
+): Promise<Written | null> {
+  return write(deps, [stream], async () => {
+    const initial = { state: decider.initialState(), revision: 'no_stream' as const };
+    return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
+  });
 }
 
 async function decideAndQueue(

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
-import { newId } from '../ids.js';
+import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { registerDocs } from './routes/docs-routes.js';
 import type { AppEnv } from './env.js';
@@ -33,8 +33,8 @@ import { webhookRoutes } from './routes/webhook-routes.js';
  * (permissions, then Idempotency-Key) and its schema validation.
  */
 export interface AppOptions {
-  /** The rate limiter's clock in milliseconds (tests move it by hand). */
-  now?: () => number;
+  /** The app's clock (default: the services' one); tests of rate limits move it by hand. */
+  clock?: Clock;
   /** True once the server drains (SIGTERM): every answer then says `Connection: close`. */
   draining?: () => boolean;
   /** This process's metrics, when the caller needs them too (a cluster child answers the primary from them). */
@@ -56,13 +56,16 @@ function bodyLeftUnread(c: Context<AppEnv>): boolean {
 export function createApp(services: Services, options: AppOptions = {}) {
   const app = createRouter();
 
-  app.use('*', requestId({ generator: () => newId('request') }));
+  const clock = options.clock ?? services.clock;
+  app.use('*', requestId({ generator: () => services.ids('request') }));
   app.use('*', async (c, next) => {
     await next();
     if (options.draining?.() || bodyLeftUnread(c)) c.res.headers.set('Connection', 'close');
   });
   app.use('*', async (c, next) => {
     c.set('services', services);
+    c.set('clock', clock);
+    c.set('ids', services.ids);
     await next();
   });
   app.use('*', requestLog);
@@ -80,7 +83,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
     private: { name: 'api-key', policy: privatePolicy, store: rateLimitStore(database, privatePolicy) },
     public: { name: 'public-key', policy: publicPolicy, store: rateLimitStore(database, publicPolicy) },
   };
-  app.use('/api/v1/*', rateLimit(limits, options.now));
+  app.use('/api/v1/*', rateLimit(limits, clock));
   app.use('/api/v1/*', bodySize);
   app.use('/api/v1/*', storableUrl);
   app.use('/api/v1/*', jsonBody);

@@ -1,3 +1,5 @@
+import type { Clock } from '../clock.js';
+import type { IdGenerator } from '../ids.js';
 import type { Principal } from '../projections/access/access-queries.js';
 import type { Services } from '../services.js';
 import type { IdempotentRequest } from './middleware/idempotency.js';
@@ -8,6 +10,10 @@ export interface AppEnv {
     requestId: string;
     principal: Principal;
     services: Services;
+    /** The app's clock: command contexts and the rate limiter read the time from it. */
+    clock: Clock;
+    /** Where the app's new ids come from (request ids, test messages). */
+    ids: IdGenerator;
     /** The parsed JSON request body (json-body middleware); undefined when the request has none. */
     body: unknown;
     /** The request's claimed Idempotency-Key (idempotency middleware); undefined without one. */

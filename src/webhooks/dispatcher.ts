@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { BackgroundLoop } from '../background-loop.js';
-import { newId } from '../ids.js';
+import { type IdGenerator, newId } from '../ids.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import { holderGone } from '../db/process-mark.js';
 import type { webhookSecrets } from './secrets.js';
@@ -17,6 +17,8 @@ export interface DispatcherOptions {
   onGone: (webhookId: string) => Promise<void>;
   allowPrivate: boolean;
   now?: () => Date;
+  /** Where attempt ids come from (default: `newId`). */
+  ids?: IdGenerator;
   fetch?: typeof fetch;
   timeoutMs?: number;
   batchSize?: number;
@@ -166,7 +168,7 @@ export class WebhookDispatcher {
       await trx
         .insertInto('webhook_attempts')
         .values({
-          id: newId('attempt'),
+          id: (this.options.ids ?? newId)('attempt'),
           message_id: message.id,
           webhook_id: message.webhook_id,
           business_id: message.business_id,

@@ -10,6 +10,9 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
+/** When the secrets in use stop signing after a rotation at `now`. */
+const rotationExpiry = (now: Date) => new Date(now.getTime() + ROTATION_OVERLAP_MS);
+
 export function webhookSecrets(db: Kysely<Database>) {
   return {
     async create(webhookId: string, now: Date): Promise<string> {
@@ -20,7 +23,7 @@ export function webhookSecrets(db: Kysely<Database>) {
 
     /** A new secret; the ones in use keep signing for 24 hours alongside it. Returns the new secret. */
     async rotate(webhookId: string, now: Date): Promise<{ secret: string; previousExpiresAt: Date }> {
-      const previousExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+      const previousExpiresAt = rotationExpiry(now);
       const secret = newWebhookSecret();
       await db.transaction().execute(async (trx) => {
         // Two rotations at once must not both leave their secret unexpired.
@@ -35,6 +38,8 @@ export function webhookSecrets(db: Kysely<Database>) {
       });
       return { secret, previousExpiresAt };
     },
+
+    previousExpiresAt: rotationExpiry,
 
     /** The secrets that sign a delivery now, newest first. */
     async signing(webhookId: string, now: Date): Promise<string[]> {

@@ -15,6 +15,8 @@ import type { AppendWrite } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase } from '../support/test-database.js';
 import { observed } from './observed-store.js';
+import { systemClock } from '../../src/clock.js';
+import { newId } from '../../src/ids.js';
 
 describe('commands on cached state', () => {
   let handle: DatabaseHandle;
@@ -28,7 +30,7 @@ describe('commands on cached state', () => {
   /** One process's command side on the test database, its reads of the store noted. */
   function processOnDatabase() {
     const { store: watched, reads } = observed(store);
-    const deps: CommandDeps = { store: watched, locks: new KeyedLock(), cache: new StateCache(100, snapshotStore(handle.db)), settle: async () => {} };
+    const deps: CommandDeps = { store: watched, ids: newId, clock: systemClock, locks: new KeyedLock(), cache: new StateCache(100, snapshotStore(handle.db)), settle: async () => {} };
     return { deps, reads, customers: customerCommands(deps), businesses: businessCommands(deps) };
   }
 

@@ -14,12 +14,13 @@ const limits = { rateLimitRps: 10, rateLimitBurst: 5, publicRateLimitRps: 20, pu
 describe('rate limiting per API key', () => {
   let t: TestApp;
   let nowMs = Date.parse('2026-01-01T00:00:00.000Z');
+  const clock = { now: () => new Date(nowMs) };
   const get = (key: string) => t.request('GET', '/api/v1/tiers', { key });
   const burst = (key: string, n: number) => Promise.all(Array.from({ length: n }, () => get(key)));
   const statuses = (responses: TestResponse[]) => responses.map((r) => r.status).sort();
 
   beforeAll(async () => {
-    t = await startTestApp({ config: limits, now: () => nowMs });
+    t = await startTestApp({ config: limits, clock });
   });
   afterAll(() => t.close());
 
@@ -85,7 +86,7 @@ describe('rate limiting per API key', () => {
         logger: pino({ level: 'silent' }),
       });
       try {
-        const secondApp = createApp(second, { now: () => nowMs });
+        const secondApp = createApp(second, { clock });
         const viaSecond = async (key: string) => (await secondApp.request('/api/v1/customers', { headers: { 'x-api-key': key } })).status;
         const { private_key: key } = await t.business();
         const mixed = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? viaSecond(key) : get(key).then((r) => r.status))));

@@ -5,6 +5,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createServices, type Services, type ServicesOptions } from '../../src/services.js';
 import { openTestDatabase } from './test-database.js';
+import type { Clock } from '../../src/clock.js';
 
 export interface TestApp {
   services: Services;
@@ -38,8 +39,8 @@ export interface TestAppOptions {
   /** Run the webhook dispatcher loop (default true); tests of retries drive it by hand instead. */
   runDispatcher?: boolean;
   dispatcher?: ServicesOptions['dispatcher'];
-  /** The rate limiter's clock (ms); rate limiting is off unless `config.rateLimitRps` is set. */
-  now?: () => number;
+  /** The app's clock (command times, the rate limiter); rate limiting is off unless `config.rateLimitRps` is set. */
+  clock?: Clock;
   /** Where the service logs (default: nowhere); tests of logging pass a pino logger on a stream. */
   logger?: ServicesOptions['logger'];
   /** The database to run on (default: a fresh one, see `openTestDatabase`); closed with the app. */
@@ -59,7 +60,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     dispatcher: options.dispatcher,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
-  const app = createApp(services, { now: options.now });
+  const app = createApp(services, options.clock ? { clock: options.clock } : {});
 
   return {
     services,

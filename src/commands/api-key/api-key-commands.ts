@@ -1,9 +1,9 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
-import { newId, newKeySecret } from '../../ids.js';
-import { decidedWrite, type Load, unchangedSince, withMetadata } from '../aggregate.js';
+import { newKeySecret } from '../../ids.js';
+import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { write } from '../write.js';
+import { createStream, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { apiKeyDecider, managesKeys } from './api-key-decider.js';
 import { hashApiKey, KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from '../../events/permissions.js';
@@ -24,7 +24,6 @@ export interface ApiKeyCommandOptions {
 }
 
 export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommandOptions) {
-  const { store } = deps;
 
   /** Another active private key of the business with keys:write, loaded from the log; null when there is none. */
   async function anotherKeyManager(load: Load, businessId: string, keyId: string) {
@@ -49,7 +48,7 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
       }
       const missing = grantor ? missingPermission(grantor, permissions) : undefined;
       if (missing) throw errors.insufficientPermissions(missing);
-      const keyId = newId('apiKey');
+      const keyId = deps.ids('apiKey');
       const key = `${KEY_PREFIXES[input.type]}${newKeySecret()}`;
       const data = {
         key_id: keyId,
@@ -60,9 +59,7 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
         key_hash: hashApiKey(key),
         key_hint: `${KEY_PREFIXES[input.type]}…${key.slice(-4)}`,
       };
-      const events = apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, apiKeyDecider.initialState());
-      const result = await store.append([{ stream: streams.apiKey(keyId), expected: 'no_stream', events: withMetadata(events, ctx) }]);
-      await deps.settle(result.position);
+      await createStream(deps, streams.apiKey(keyId), apiKeyDecider, (state) => apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, state), ctx);
       return { id: keyId, key };
     },
 

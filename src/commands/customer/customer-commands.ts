@@ -1,7 +1,6 @@
 import { ApiError, errors } from '../../errors.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import type { CommandContext } from '../../events/metadata.js';
-import { newId } from '../../ids.js';
 import type { AppendWrite } from '../../store/event-store.js';
 import { type DecidedWrite, decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
@@ -52,7 +51,7 @@ export function customerCommands(deps: CommandDeps) {
 
   return {
     async register(ctx: CommandContext, profile: CustomerProfile): Promise<string> {
-      const customerId = newId('customer');
+      const customerId = deps.ids('customer');
       // Customers of one business are counted on its stream: serialize them here rather than retry.
       await write(deps, [streams.business(ctx.businessId)], async (load) => {
         const unregistered = { state: customerDecider.initialState(), revision: 'no_stream' as const };
@@ -93,7 +92,7 @@ export function customerCommands(deps: CommandDeps) {
 
     /** Earn, deduct or adjust; returns the points event. Throws `DuplicateReference` for a used reference. */
     async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<RecordedEvent> {
-      const transactionId = newId('transaction');
+      const transactionId = deps.ids('transaction');
       const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
         await assertReferenceFree(deps, customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);

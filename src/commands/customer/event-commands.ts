@@ -1,6 +1,5 @@
 import { ApiError } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
-import { newId } from '../../ids.js';
 import type { CommandDeps } from '../command-deps.js';
 import { loadProgram } from '../program/program-commands.js';
 import { customerDecider } from './customer-decider.js';
@@ -20,7 +19,7 @@ export function eventCommands(deps: CommandDeps) {
      * under the customer's tier multiplier (0 points is recorded too); returns the `EventRecorded`.
      */
     async record(ctx: CommandContext, input: RecordEventInput): Promise<RecordedEvent> {
-      const eventId = newId('event');
+      const eventId = deps.ids('event');
       const written = await changeCustomer(deps, ctx, input.customerId, async (customer, load) => {
         await assertReferenceFree(deps, input.customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);

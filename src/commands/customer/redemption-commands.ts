@@ -1,6 +1,5 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
-import { newId } from '../../ids.js';
 import { type DecidedWrite, decidedWrite, type Loaded, loaderOf } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { rewardDecider, type RewardState } from '../reward/reward-decider.js';
@@ -37,7 +36,7 @@ export function redemptionCommands(deps: CommandDeps) {
   return {
     /** Spends points on a reward; returns the `RewardRedeemed`. */
     async redeem(ctx: CommandContext, input: RedeemInput): Promise<RecordedEvent> {
-      const redemptionId = newId('redemption');
+      const redemptionId = deps.ids('redemption');
       const written = await withReward(ctx, input.customerId, input.rewardId, async (customer, load) => {
         await assertReferenceFree(deps, input.customerId, input.reference);
         const reward = await loadReward(load, ctx, input.rewardId);
@@ -62,7 +61,7 @@ export function redemptionCommands(deps: CommandDeps) {
       const rewardId = state.redemptions[redemptionId]?.rewardId;
       if (!rewardId) throw errors.redemptionNotFound(redemptionId);
       const written = await withReward(ctx, customerId, rewardId, async (customer, load) => {
-        const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: newId('transaction') }, customer.state);
+        const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: deps.ids('transaction') }, customer.state);
         const reward = await loadReward(load, ctx, rewardId);
         const rewardEvents = rewardDecider.decide({ type: 'ReturnStock', redemptionId, customerId }, reward.state);
         return [customerWrite(customerId, customer, customerEvents, ctx), rewardWrite(rewardId, reward, rewardEvents, ctx)];

@@ -1,6 +1,5 @@
 import type { CommandContext } from '../../events/metadata.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
-import { newId } from '../../ids.js';
 import type { AppendWrite } from '../../store/event-store.js';
 import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
@@ -37,14 +36,14 @@ export function programCommands(deps: CommandDeps) {
 
   return {
     async createTier(ctx: CommandContext, input: TierInput): Promise<string> {
-      const tierId = newId('tier');
+      const tierId = deps.ids('tier');
       await change(ctx, { type: 'CreateTier', tier: { tier_id: tierId, ...input } });
       return tierId;
     },
     updateTier: (ctx: CommandContext, tierId: string, changes: Partial<TierInput>) =>
       change(ctx, { type: 'UpdateTier', tierId, changes }),
     async createEventType(ctx: CommandContext, input: EventTypeInput): Promise<string> {
-      const eventTypeId = newId('eventType');
+      const eventTypeId = deps.ids('eventType');
       await change(ctx, { type: 'CreateEventType', eventType: { event_type_id: eventTypeId, ...input } });
       return eventTypeId;
     },

@@ -1,10 +1,9 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
-import { newId } from '../../ids.js';
-import { decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
+import { decidedWrite, type Load, type Loaded } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { write } from '../write.js';
+import { createStream, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { rewardDecider, type RewardState } from './reward-decider.js';
 
@@ -22,11 +21,9 @@ export async function loadReward(load: Load, ctx: CommandContext, rewardId: stri
 export function rewardCommands(deps: CommandDeps) {
   return {
     async create(ctx: CommandContext, input: RewardInput): Promise<string> {
-      const rewardId = newId('reward');
+      const rewardId = deps.ids('reward');
       const reward: RewardDefinition = { ...input, reward_id: rewardId, business_id: ctx.businessId, active: input.active ?? true };
-      const events = rewardDecider.decide({ type: 'CreateReward', reward }, rewardDecider.initialState());
-      const result = await deps.store.append([{ stream: streams.reward(rewardId), expected: 'no_stream', events: withMetadata(events, ctx) }]);
-      await deps.settle(result.position);
+      await createStream(deps, streams.reward(rewardId), rewardDecider, (state) => rewardDecider.decide({ type: 'CreateReward', reward }, state), ctx);
       return rewardId;
     },
 

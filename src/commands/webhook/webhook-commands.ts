@@ -1,10 +1,9 @@
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import type { EventOf } from '../../events/catalogue.js';
-import { newId } from '../../ids.js';
-import { decidedWrite, loadAggregate, withMetadata } from '../aggregate.js';
+import { decidedWrite, loadAggregate } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { write } from '../write.js';
+import { createStream, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type WebhookCommand, webhookDecider } from './webhook-decider.js';
 
@@ -20,6 +19,8 @@ export interface WebhookInput {
 export interface WebhookSecretStore {
   create(webhookId: string, now: Date): Promise<string>;
   rotate(webhookId: string, now: Date): Promise<{ secret: string; previousExpiresAt: Date }>;
+  /** When the secrets in use stop signing after a rotation at `now` (what `rotate` sets). */
+  previousExpiresAt(now: Date): Date;
 }
 
 export interface WebhookCommandOptions {
@@ -47,15 +48,11 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
     /** Creates an endpoint; returns its id and signing secret (shown once). */
     async create(ctx: CommandContext, input: WebhookInput): Promise<{ id: string; secret: string }> {
       await options.checkUrl(input.url);
-      const webhookId = newId('webhook');
+      const webhookId = deps.ids('webhook');
       // The secret is stored first: an endpoint never exists without one.
       const secret = await options.secrets.create(webhookId, ctx.now);
-      const events = webhookDecider.decide(
-        { type: 'CreateWebhook', webhook: { webhook_id: webhookId, business_id: ctx.businessId, ...input } },
-        webhookDecider.initialState(),
-      );
-      const result = await deps.store.append([{ stream: streams.webhook(webhookId), expected: 'no_stream', events: withMetadata(events, ctx) }]);
-      await deps.settle(result.position);
+      const webhook = { webhook_id: webhookId, business_id: ctx.businessId, ...input };
+      await createStream(deps, streams.webhook(webhookId), webhookDecider, (state) => webhookDecider.decide({ type: 'CreateWebhook', webhook }, state), ctx);
       return { id: webhookId, secret };
     },
 
@@ -70,8 +67,10 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
     async rotateSecret(ctx: CommandContext, webhookId: string): Promise<string> {
       const { state } = await loadAggregate(deps.store, streams.webhook(webhookId), webhookDecider, deps.cache);
       if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
-      const { secret, previousExpiresAt } = await options.secrets.rotate(webhookId, ctx.now);
-      await change(ctx, webhookId, () => ({ type: 'RotateSecret', previousSecretExpiresAt: previousExpiresAt.toISOString() }));
+      // The event first: a failed append changes no secret. The secret store derives the same expiry from `now`.
+      const previousSecretExpiresAt = options.secrets.previousExpiresAt(ctx.now).toISOString();
+      await change(ctx, webhookId, () => ({ type: 'RotateSecret', previousSecretExpiresAt }));
+      const { secret } = await options.secrets.rotate(webhookId, ctx.now);
       return secret;
     },
 

@@ -2,6 +2,7 @@ import { createMiddleware } from 'hono/factory';
 import { errors } from '../../errors.js';
 import type { AppEnv } from '../env.js';
 import type { BucketPolicy, RateLimitStore, Take } from './rate-limit-store.js';
+import type { Clock } from '../../clock.js';
 
 /**
  * The `RateLimit-Policy` and `RateLimit` fields of draft-ietf-httpapi-ratelimit-headers: the
@@ -31,11 +32,11 @@ export interface RateLimitTier {
  * gets 429 `rate_limited` with `Retry-After` (seconds until the next token); every answer carries
  * the RateLimit headers.
  */
-export function rateLimit(tiers: Record<'private' | 'public', RateLimitTier>, now: () => number = Date.now) {
+export function rateLimit(tiers: Record<'private' | 'public', RateLimitTier>, clock: Clock) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const { name, policy, store } = tiers[c.var.principal.type];
     if (policy.rps <= 0) return next();
-    const take = await store.take(c.var.principal.keyId, now());
+    const take = await store.take(c.var.principal.keyId, clock.now().getTime());
     const headers = rateLimitHeaders(name, policy, take);
     if (!take.granted) {
       const retryAfterSeconds = Math.max(1, Math.ceil((1 - take.tokens) / policy.rps));

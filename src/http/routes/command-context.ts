@@ -15,6 +15,6 @@ export function commandContext(c: Context<AppEnv>, answer?: { status: number; pr
     actor: c.var.principal.keyId,
     requestId: c.get('requestId'),
     idempotencyKey: c.req.header('idempotency-key') ?? null,
-    now: new Date(),
+    now: c.var.clock.now(),
   };
 }

@@ -1,7 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
-import { newId } from '../../ids.js';
 import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
@@ -176,8 +175,8 @@ export const webhookRoutes = createRouter()
       const { webhook_id } = c.req.valid('param');
       const endpoint = await webhookOr404(c, webhook_id);
       if (!endpoint.active) throw errors.conflict('This webhook endpoint is disabled; enable it (PATCH active: true) before sending a test.');
-      const id = newId('message');
-      await c.var.services.queries.webhooks.enqueueTest(c.var.principal.businessId, webhook_id, id, new Date());
+      const id = c.var.ids('message');
+      await c.var.services.queries.webhooks.enqueueTest(c.var.principal.businessId, webhook_id, id, c.var.clock.now());
       c.var.services.dispatcher.wake();
       return c.json({ id, event_type: 'webhook.test' as const, status: 'pending' as const }, 201);
     },
