@@ -27,7 +27,7 @@ function presentWebhook(row: WebhookEndpointRow) {
   return {
     id: row.id,
     url: row.url,
-    events: row.events,
+    events: WebhookSchema.shape.events.parse(row.events),
     description: row.description,
     active: row.active,
     disabled_reason: row.disabled_reason,
@@ -41,7 +41,7 @@ function presentDelivery(row: AttemptRow) {
   return {
     id: row.id,
     message_id: row.message_id,
-    event_type: row.event_type,
+    event_type: DeliverySchema.shape.event_type.parse(row.event_type),
     attempt: row.attempt,
     attempted_at: row.attempted_at.toISOString(),
     status_code: row.status_code,
