@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/events/webhook-events.js';
 import { WEBHOOK_DATA_EXAMPLES, WEBHOOK_DATA_SCHEMAS } from '../../src/webhooks/webhook-payload-schemas.js';
 import { webhookPayloadOf } from '../../src/webhooks/webhook-payloads.js';

@@ -122,7 +122,7 @@ export type paths = {
         put?: never;
         /**
          * Earn, deduct or adjust points
-         * @description A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; a retry with the same `Idempotency-Key` replays the first response. 422 `insufficient_points` for a debit beyond the balance; 422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1.
+         * @description A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; a retry with the same `Idempotency-Key` replays the first response. 422 `insufficient_points` for a debit beyond the balance; 422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1, or an earn whose tier multiplier would credit more than 1,000,000,000 points.
          */
         post: operations["createPointsTransaction"];
         delete?: never;

@@ -2,7 +2,7 @@ import type { RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { ERROR_CODE_NAMES, ERROR_CODES, type ErrorCode } from '../../error-codes.js';
 import type { AppEnv } from '../env.js';
-import { toApiError } from '../error-response.js';
+import { toApiError } from '../errors/error-response.js';
 import { errorBodyOf } from './error-schemas.js';
 import { OPERATIONS } from './operations.js';
 import { headerRefs, IDEMPOTENCY_KEY_PARAMETER, type SharedHeader } from './response-headers.js';

@@ -1,9 +1,9 @@
 import { OpenAPIHono, type RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import { errors } from '../errors.js';
-import type { AppEnv } from './env.js';
-import { validationError } from './error-response.js';
-import { declaredCodesCheck, routeErrorCodes, withContract } from './openapi/route-contract.js';
+import { errors } from '../../errors.js';
+import type { AppEnv } from '../env.js';
+import { validationError } from '../errors/error-response.js';
+import { declaredCodesCheck, routeErrorCodes, withContract } from '../openapi/route-contract.js';
 
 const TARGET_PREFIX: Record<string, string[]> = { query: ['query'], param: ['path'], header: ['header'] };
 

@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { OpenAPIHono } from '@hono/zod-openapi';
-import type { AppEnv } from './env.js';
-import { finishDocument } from './openapi/finish-document.js';
-import { registerSharedComponents } from './openapi/response-headers.js';
-import { TAGS } from './openapi/tags.js';
-import { registerWebhooks } from './openapi/webhooks.js';
+import type { AppEnv } from '../env.js';
+import { finishDocument } from '../openapi/finish-document.js';
+import { registerSharedComponents } from '../openapi/response-headers.js';
+import { TAGS } from '../openapi/tags.js';
+import { registerWebhooks } from '../openapi/webhooks.js';
 
 const swaggerUiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
