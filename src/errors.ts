@@ -1,3 +1,5 @@
+import type { ErrorCode } from './error-codes.js';
+
 /**
  * The one error type of the service: a contract `code`, its HTTP status, a message for humans and
  * optional extra body fields. Deciders and handlers throw it; `app.onError` turns it into the JSON
@@ -6,7 +8,7 @@
 export class ApiError extends Error {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 503,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly extras: Record<string, unknown> = {},
     readonly headers: Record<string, string> = {},
@@ -26,7 +28,7 @@ export const errors = {
     new ApiError(400, 'validation_error', message, { details }),
   invalidJson: (why?: string) =>
     new ApiError(400, 'invalid_json', why ? `The request body is not valid JSON: ${why}.` : 'The request body is not valid JSON.'),
-  notFound: (code: string, what: string, id: string) =>
+  notFound: (code: ErrorCode, what: string, id: string) =>
     new ApiError(404, code, `No ${what} with id '${id}'.`),
   customerNotFound: (id: string) => errors.notFound('customer_not_found', 'customer', id),
   keyNotFound: (id: string) => errors.notFound('key_not_found', 'API key', id),

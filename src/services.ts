@@ -16,6 +16,7 @@ import { type IdGenerator, newId } from './ids.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
+import { PrincipalCache } from './projections/access/principal-cache.js';
 import { ProcessMark } from './db/process-mark.js';
 import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
@@ -49,6 +50,11 @@ export interface ServicesOptions {
   clock?: Clock;
   /** Where ids come from, everywhere (default: `newId`). */
   ids?: IdGenerator;
+  /**
+   * Tells the other processes of this instance that a key was revoked, resolving once each has
+   * cleared its principal cache (a child of `loyalty serve` asks its primary).
+   */
+  forgetPrincipals?: () => Promise<void>;
 }
 
 /**
@@ -80,6 +86,7 @@ export async function createServices(options: ServicesOptions) {
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
+  const principals = new PrincipalCache();
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? newId;
   const deps: CommandDeps = {
@@ -135,6 +142,12 @@ export async function createServices(options: ServicesOptions) {
       webhooks: webhookQueries(database.db),
     },
     dispatcher,
+    principals,
+    /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
+    async keysRevoked(): Promise<void> {
+      principals.clear();
+      await options.forgetPrincipals?.();
+    },
     async close() {
       await dispatcher.stop();
       await projections.stop();

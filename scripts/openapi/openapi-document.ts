@@ -12,7 +12,7 @@ export async function openApiDocument(): Promise<unknown> {
     logger: pino({ level: 'silent' }),
   });
   try {
-    const response = await createApp(services).request('/api/v1/openapi.json');
+    const response = await createApp(services).request('http://127.0.0.1:3000/api/v1/openapi.json');
     if (response.status !== 200) throw new Error(`GET /api/v1/openapi.json answered ${response.status}`);
     return await response.json();
   } finally {

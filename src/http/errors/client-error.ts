@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import type { ErrorCode } from '../../error-codes.js';
 import { newId } from '../../ids.js';
 
 /** What Node's HTTP parser reports (`HPE_*` codes from llhttp, or a socket error such as `ECONNRESET`). */
@@ -10,7 +11,7 @@ export interface ClientError extends Error {
 
 interface Refusal {
   status: number;
-  code: string;
+  code: ErrorCode;
   message: string;
 }
 

@@ -5,6 +5,7 @@ import type { EventType } from '../../events/catalogue.js';
 import { decode, type DecodedOf, ofTypes } from '../../events/decode.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../../store/event-store.js';
+import { KeySchema } from '../schemas/key-schemas.js';
 
 /** The tier a customer holds, as stored on the customer row. */
 export interface CustomerTier {
@@ -65,7 +66,7 @@ export function presentKey(row: ApiKeyRow) {
     id: row.id,
     type: row.type,
     name: row.name,
-    permissions: row.permissions,
+    permissions: KeySchema.shape.permissions.parse(row.permissions),
     key_hint: row.key_hint,
     created_at: row.created_at.toISOString(),
     revoked_at: row.revoked_at?.toISOString() ?? null,

@@ -1,12 +1,13 @@
 import type { WebhookEndpointRow } from '../../db/schema.js';
 import type { AttemptRow } from '../../webhooks/webhook-queries.js';
+import { DeliverySchema, WebhookSchema } from '../schemas/webhook-schemas.js';
 
 /** A webhook endpoint as the API shows it (`WebhookSchema`). */
 export function presentWebhook(row: WebhookEndpointRow) {
   return {
     id: row.id,
     url: row.url,
-    events: row.events,
+    events: WebhookSchema.shape.events.parse(row.events),
     description: row.description,
     active: row.active,
     disabled_reason: row.disabled_reason,
@@ -21,7 +22,7 @@ export function presentDelivery(row: AttemptRow) {
   return {
     id: row.id,
     message_id: row.message_id,
-    event_type: row.event_type,
+    event_type: DeliverySchema.shape.event_type.parse(row.event_type),
     attempt: row.attempt,
     attempted_at: row.attempted_at.toISOString(),
     status_code: row.status_code,

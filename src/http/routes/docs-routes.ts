@@ -3,6 +3,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { AppEnv } from '../env.js';
+import { finishDocument } from '../openapi/finish-document.js';
+import { registerSharedComponents } from '../openapi/response-headers.js';
+import { TAGS } from '../openapi/tags.js';
+import { registerWebhooks } from '../openapi/webhooks.js';
 
 const swaggerUiDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 const ASSETS: Record<string, string> = {
@@ -10,6 +14,9 @@ const ASSETS: Record<string, string> = {
   'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
   'favicon-32x32.png': 'image/png',
 };
+
+/** package.json says private with no licence: proprietary until its owners choose one (an SPDX `LicenseRef-`, OpenAPI 3.1). */
+const LICENSE = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -36,21 +43,26 @@ const PAGE = `<!doctype html>
 export function registerDocs(app: OpenAPIHono<AppEnv>): void {
   app.openAPIRegistry.registerComponent('securitySchemes', 'ApiKeyHeader', { type: 'apiKey', in: 'header', name: 'X-API-Key' });
   app.openAPIRegistry.registerComponent('securitySchemes', 'BearerKey', { type: 'http', scheme: 'bearer' });
+  registerSharedComponents(app);
+  registerWebhooks(app);
 
   app.get('/api/v1/openapi.json', (c) =>
     c.json(
-      app.getOpenAPI31Document({
+      finishDocument(app.getOpenAPI31Document({
         openapi: '3.1.0',
         info: {
           title: 'Loyalty API',
           version: '1.0.0',
+          license: LICENSE,
           description:
             'Customers, points, tiers, rewards, events and webhooks over an event-sourced ledger. Errors are `{code, message, request_id}`; ' +
             'lists are JSON arrays with `limit`, `starting_after` and a `Link: rel="next"` header.',
         },
-        servers: [{ url: '/' }],
+        // Absolute, so a client generated from the document has a base URL: the origin it was fetched from.
+        servers: [{ url: new URL(c.req.url).origin, description: 'This service' }],
         security: [{ ApiKeyHeader: [] }, { BearerKey: [] }],
-      }),
+        tags: TAGS,
+      })),
     ),
   );
   app.get('/docs', (c) => c.html(PAGE));

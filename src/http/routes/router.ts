@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { errors } from '../../errors.js';
 import type { AppEnv } from '../env.js';
 import { validationError } from '../errors/error-response.js';
+import { declaredCodesCheck, routeErrorCodes, withContract } from '../openapi/route-contract.js';
 
 const TARGET_PREFIX: Record<string, string[]> = { query: ['query'], param: ['path'], header: ['header'] };
 
@@ -10,7 +11,9 @@ const TARGET_PREFIX: Record<string, string[]> = { query: ['query'], param: ['pat
  * A router whose failed validations become our 400 `validation_error` (every route file uses one).
  * A trailing slash names the same resource (`strict: false`). Each route also refuses what its
  * definition does not declare: any query parameter on a route without a query schema, and any
- * body other than none or `{}` on a route without a body schema (CONTRACT.md §3).
+ * body other than none or `{}` on a route without a body schema (CONTRACT.md §3). Its OpenAPI
+ * entry gets the contract every route shares (error codes, headers, Idempotency-Key: see
+ * `withContract`).
  */
 export function createRouter() {
   const router = new OpenAPIHono<AppEnv>({
@@ -20,8 +23,11 @@ export function createRouter() {
     },
   });
   const register = router.openapi;
-  router.openapi = ((route: RouteConfig, ...rest: unknown[]) =>
-    (register as (...args: unknown[]) => unknown)({ ...route, middleware: [...asArray(route.middleware), refuseUndeclared(route)] }, ...rest)) as typeof register;
+  router.openapi = ((route: RouteConfig, ...rest: unknown[]) => {
+    const documented = withContract(route);
+    const middleware = [declaredCodesCheck(route, routeErrorCodes(route)), ...asArray(route.middleware), refuseUndeclared(route)];
+    return (register as (...args: unknown[]) => unknown)({ ...documented, middleware }, ...rest);
+  }) as typeof register;
   return router;
 }
 

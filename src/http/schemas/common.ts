@@ -37,7 +37,11 @@ export const ErrorSchema = z
   .passthrough()
   .openapi('Error');
 
-/** The error responses a route can answer, for its OpenAPI entry. */
+/**
+ * The error statuses a route can answer. The document's error responses are built by
+ * `withContract` (src/http/openapi/route-contract.ts) from the route's codes in OPERATIONS; these
+ * statuses only matter for a route missing there (it then gets every code of them).
+ */
 export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503>) {
   const descriptions: Record<number, string> = {
     400: 'Invalid JSON or a field missing, mistyped, out of range or unknown.',

@@ -19,7 +19,7 @@ export const KeySchema = z
     id: z.string().openapi({ example: 'key_Q2w3E4r5T6y7U8i9O0pA' }),
     type: z.enum(['private', 'public']),
     name: z.string().nullable(),
-    permissions: z.array(z.string()),
+    permissions: z.array(z.enum(PERMISSIONS)),
     key_hint: z.string().openapi({ example: 'sk_live_…x9Qa' }),
     created_at: TimestampSchema,
     revoked_at: TimestampSchema.nullable(),

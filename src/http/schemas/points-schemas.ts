@@ -4,6 +4,9 @@ import { CustomerTierSchema } from './customer-schemas.js';
 
 const MAX_AMOUNT = 1_000_000_000;
 
+/** The kinds of ledger line (CONTRACT.md §9 `recent_activity`). */
+export const LedgerTypeSchema = z.enum(['earn', 'deduct', 'adjust', 'event', 'redemption', 'redemption_cancelled']);
+
 export const PointsTransactionCreateSchema = z
   .strictObject({
     type: z.enum(['earn', 'deduct', 'adjust']).openapi({ description: 'earn and deduct take amount > 0; adjust takes amount ≠ 0.' }),
@@ -32,7 +35,7 @@ export const PointsTransactionSchema = z
   .object({
     id: z.string().openapi({ example: 'txn_8ZkqP2mXv4RtY6wQ1bN3' }),
     customer_id: z.string(),
-    type: z.enum(['earn', 'deduct', 'adjust', 'event', 'redemption', 'redemption_cancelled']).openapi({
+    type: LedgerTypeSchema.openapi({
       description: 'A ledger line; POST answers earn, deduct or adjust.',
     }),
     amount: z.number().int().openapi({ description: 'Points moved; type says the direction (deduct and redemption take points away).' }),
@@ -60,7 +63,7 @@ export const SummarySchema = z
       next: z.object({ id: z.string(), name: z.string(), points_threshold: z.number().int(), points_needed: z.number().int() }).nullable(),
     }),
     recent_activity: z.array(
-      z.object({ type: z.string(), amount: z.number().int(), description: z.string().nullable(), created_at: TimestampSchema }),
+      z.object({ type: LedgerTypeSchema, amount: z.number().int(), description: z.string().nullable(), created_at: TimestampSchema }),
     ),
   })
   .openapi('CustomerSummary');
@@ -68,7 +71,7 @@ export const SummarySchema = z
 export const StreamEventSchema = z
   .object({
     position: z.number().int(),
-    type: z.string(),
+    type: z.string().openapi({ description: 'The event type as logged (PointsEarned, TierUpgraded, …): see docs/events.md.', example: 'PointsEarned' }),
     data: z.record(z.string(), z.unknown()),
     metadata: z.record(z.string(), z.unknown()),
     recorded_at: TimestampSchema,

@@ -81,7 +81,7 @@ export const EventTypeSchema = z
     name: z.string(),
     display_name: z.string(),
     default_points: z.number().int(),
-    rules: z.array(z.record(z.string(), z.unknown())),
+    rules: z.array(RuleSchema),
     metadata: z.record(z.string(), z.unknown()),
     created_at: TimestampSchema,
     updated_at: TimestampSchema,

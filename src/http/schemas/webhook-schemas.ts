@@ -26,7 +26,7 @@ export const WebhookSchema = z
   .object({
     id: z.string().openapi({ example: 'whk_2wE4rT6yU8iO0pA1sD3f' }),
     url: z.string(),
-    events: z.array(z.string()),
+    events: z.array(z.enum([...WEBHOOK_EVENT_TYPES, '*'])),
     description: z.string().nullable(),
     active: z.boolean(),
     disabled_reason: z.string().nullable().openapi({ description: 'Why the service disabled it (e.g. a 410 Gone), if it did.' }),
@@ -48,7 +48,7 @@ export const DeliverySchema = z
   .object({
     id: z.string().openapi({ example: 'att_7hJ2kL9mN4pQ6rS8tV1w' }),
     message_id: z.string().openapi({ description: 'The webhook-id header: stable across retries of one message.' }),
-    event_type: z.string(),
+    event_type: z.enum([...WEBHOOK_EVENT_TYPES, 'webhook.test']),
     attempt: z.number().int(),
     attempted_at: TimestampSchema,
     status_code: z.number().int().nullable(),

@@ -1,0 +1,86 @@
+import type { ErrorCode } from '../../error-codes.js';
+
+/**
+ * What the OpenAPI document says of each operation beyond its route definition: the error codes
+ * it can answer besides those every route shares (see `route-contract.ts`), and a description
+ * where the route has none. Keyed by operationId. An operation missing here still gets every code
+ * of the statuses its route declares; test/http/openapi-contract.test.ts checks the codes the
+ * suite meets against this list.
+ */
+export interface OperationNotes {
+  errors: ErrorCode[];
+  description?: string;
+}
+
+const listing = 'Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.';
+
+export const OPERATIONS: Record<string, OperationNotes> = {
+  listCustomers: {
+    errors: ['public_key_not_allowed'],
+    description: `${listing} Filters: \`email\` (exact, case-insensitive), \`phone\`, \`external_reference\`, \`tier\` (tier id). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.`,
+  },
+  createCustomer: {
+    errors: ['customer_exists', 'plan_limit_reached'],
+    description: 'Email or phone is required. Email and external_reference are unique in the business: a taken one answers 409 `customer_exists` with the holder in `customer_id`. A new customer has balance 0 and tier null. On the free plan the 1,001st customer is refused (403 `plan_limit_reached`).',
+  },
+  getCustomer: { errors: ['customer_not_found'], description: 'The customer with its balance, lifetime totals and tier. Another business’s id answers 404 like an unknown one.' },
+  updateCustomer: {
+    errors: ['customer_not_found', 'customer_exists'],
+    description: 'Any of the create fields; `null` clears an optional one and `metadata` is replaced as a whole. The answer is the customer as it now stands.',
+  },
+  getCustomerSummary: {
+    errors: ['customer_not_found'],
+    description: 'The balance and lifetime totals, the current tier and the next one with the points still needed, and the 10 newest balance changes, newest first. Needs customers:read and points:read.',
+  },
+  listTransactions: { errors: ['customer_not_found'], description: `Every ledger line of the customer, each with the balance right after it. ${listing}` },
+  getCustomerStream: {
+    errors: ['customer_not_found', 'public_key_not_allowed'],
+    description: 'The customer’s raw events as stored in the log, for auditors: type, data, metadata (actor, request id, idempotency key…) and the log position. Private keys only; `starting_after` is a stream position.',
+  },
+  createPointsTransaction: { errors: ['customer_not_found', 'duplicate_transaction', 'insufficient_points', 'points_out_of_range'] },
+  createKey: {
+    errors: [],
+    description: 'A private key gets the listed permissions (all eight when omitted), never one the calling key lacks; a public key always holds customers:read, points:read and rewards:read. The full key is in `key` of this answer only.',
+  },
+  listKeys: { errors: [], description: `Active and revoked keys, with their permissions and a hint of each key; never the keys themselves. ${listing}` },
+  revokeKey: { errors: ['key_not_found', 'last_private_key'] },
+  createTier: { errors: [] },
+  listTiers: { errors: [], description: 'Every tier of the business, lowest threshold first, keyset-paginated like every list.' },
+  getTier: { errors: ['tier_not_found'], description: 'One tier with its threshold, multiplier and benefits.' },
+  updateTier: { errors: ['tier_not_found'] },
+  createEventType: {
+    errors: [],
+    description: 'An event type and its rules: `default_points` plus every rule whose conditions hold on the event’s properties (`points`, or `points_per_unit` per `unit_size` of `unit_property`, capped at `max_points`). Names are unique in the business (409 `conflict`).',
+  },
+  listEventTypes: { errors: [], description: `The business’s event types with their rules. ${listing}` },
+  getEventType: { errors: ['event_type_not_found'], description: 'One event type by its name.' },
+  updateEventType: { errors: ['event_type_not_found'], description: 'Any field but the name; the new rules apply to events recorded afterwards, never to earlier ones.' },
+  createReward: {
+    errors: [],
+    description: 'A reward customers can redeem for `points_cost` points. `stock_quantity` null means unlimited; an `achievement` is granted at most once per customer. New rewards are active.',
+  },
+  listRewards: { errors: [], description: `Filters: \`active\` (true or false) and \`reward_type\`. ${listing}` },
+  getReward: { errors: ['reward_not_found'], description: 'One reward with its stock left and how often it was redeemed.' },
+  updateReward: { errors: ['reward_not_found'], description: 'Any create field, plus `active`. Setting `stock_quantity` sets the stock left.' },
+  createRedemption: {
+    errors: ['customer_not_found', 'reward_not_found', 'duplicate_transaction', 'insufficient_points', 'out_of_stock', 'reward_inactive', 'achievement_already_granted'],
+  },
+  cancelRedemption: { errors: ['customer_not_found', 'redemption_not_found', 'redemption_already_cancelled', 'points_out_of_range'] },
+  listRedemptions: { errors: ['customer_not_found'], description: `The customer’s redemptions, completed and cancelled. ${listing}` },
+  recordEvent: { errors: ['customer_not_found', 'unknown_event_type', 'duplicate_transaction', 'points_out_of_range'] },
+  listEvents: { errors: [], description: `Recorded events of the business. Filters: \`customer_id\`, \`event_type\`. ${listing}` },
+  createWebhook: { errors: [] },
+  listWebhooks: { errors: [], description: `The business’s webhook endpoints (never their secrets). ${listing}` },
+  getWebhook: { errors: ['webhook_not_found'], description: 'One endpoint, without its secret.' },
+  updateWebhook: { errors: ['webhook_not_found'] },
+  deleteWebhook: { errors: ['webhook_not_found'] },
+  rotateWebhookSecret: {
+    errors: ['webhook_not_found'],
+    description: 'A new signing secret, shown in this answer only. Messages are signed with both secrets for 24 hours, so receivers can switch without losing any.',
+  },
+  listWebhookDeliveries: {
+    errors: ['webhook_not_found'],
+    description: `Every delivery attempt to the endpoint, with the answer's status, an excerpt of its body, the error and the next attempt's time. ${listing}`,
+  },
+  sendTestWebhook: { errors: ['webhook_not_found'] },
+};
