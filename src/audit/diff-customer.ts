@@ -1,10 +1,14 @@
-import { type CustomerEvent, customerDecider } from '../commands/customer/customer-decider.js';
+import { customerDecider } from '../commands/customer/customer-decider.js';
 import { fold } from '../commands/decider.js';
 import type { Selectable } from 'kysely';
 import type { CustomersTable, LedgerEntriesTable } from '../db/schema.js';
 import { sameJson } from '../json-equality.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
+import { CUSTOMER_EVENT_TYPES } from '../events/customer-events.js';
+import { decodeAll, ofTypes } from '../events/decode.js';
 import type { StoredEvent } from '../store/event-store.js';
+
+const isCustomerEvent = ofTypes(CUSTOMER_EVENT_TYPES);
 
 /** A read-model value that is not what the log says it should be. */
 export interface Drift {
@@ -33,10 +37,8 @@ const LEDGER_FIELDS = ['type', 'amount', 'balance', 'base_amount', 'multiplier',
 export function diffCustomer(customerId: string, events: readonly StoredEvent[], row: CustomerRow | undefined, ledger: readonly LedgerRow[]): Drift[] {
   const drifts: Drift[] = [];
   const drift = (field: string, log: unknown, readModel: unknown) => drifts.push({ customerId, field, log, readModel });
-  const state = fold(
-    customerDecider,
-    events.map((e) => ({ type: e.type, data: e.data }) as CustomerEvent),
-  );
+  const decoded = decodeAll(events).filter(isCustomerEvent);
+  const state = fold(customerDecider, decoded);
 
   if (!state.registered || !row) {
     if (state.registered !== !!row) drift('customers row', state.registered ? 'registered' : ABSENT, row ? 'present' : ABSENT);
@@ -55,7 +57,7 @@ export function diffCustomer(customerId: string, events: readonly StoredEvent[],
     }
   }
 
-  const lines = events.map(ledgerEntryFromEvent).filter((l): l is LedgerEntry => l !== null);
+  const lines = decoded.map(ledgerEntryFromEvent).filter((l): l is LedgerEntry => l !== null);
   const held = new Map(ledger.map((r) => [r.id, r]));
   for (const line of lines) {
     const row = held.get(line.id);

@@ -1,4 +1,6 @@
-import { type CustomerEvent, customerDecider } from '../commands/customer/customer-decider.js';
+import { customerDecider } from '../commands/customer/customer-decider.js';
+import { CUSTOMER_EVENT_TYPES } from '../events/customer-events.js';
+import { type Decoded, decodeAll, ofTypes } from '../events/decode.js';
 import { counted } from '../plural.js';
 import { ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../store/event-store.js';
@@ -19,8 +21,8 @@ export interface StatementLine {
 /** Folds the stream one event at a time, keeping every intermediate state. Pure. */
 export function replayCustomer(events: readonly StoredEvent[]): StatementLine[] {
   let state = customerDecider.initialState();
-  return events.map((event) => {
-    state = customerDecider.evolve(state, { type: event.type, data: event.data } as CustomerEvent);
+  return decodeAll(events).filter(ofTypes(CUSTOMER_EVENT_TYPES)).map((event) => {
+    state = customerDecider.evolve(state, event);
     return {
       position: event.streamPosition,
       type: event.type,
@@ -34,14 +36,14 @@ export function replayCustomer(events: readonly StoredEvent[]): StatementLine[] 
   });
 }
 
-function describeChange(event: StoredEvent): string {
+function describeChange(event: Decoded<StoredEvent>): string {
   const line = ledgerEntryFromEvent(event);
   if (line) return `${line.type} ${line.amount}${line.reference ? ` (ref ${line.reference})` : ''}`;
   switch (event.type) {
     case 'CustomerRegistered':
       return 'registered';
     case 'CustomerUpdated':
-      return `${Object.keys(event.data as object).join(', ')} changed`;
+      return `${Object.keys(event.data).join(', ')} changed`;
     case 'TierUpgraded':
       return `tier ${event.data.previous_tier?.name ?? '(none)'} → ${event.data.new_tier.name}`;
     case 'EventRecorded':

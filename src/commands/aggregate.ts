@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
+import { decode } from '../events/decode.js';
 import type { CommandContext } from '../events/metadata.js';
-import type { AppendResult, AppendWrite, EventStore, ExpectedRevision, NewEvent } from '../store/event-store.js';
+import type { AppendResult, AppendWrite, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../store/event-store.js';
 import type { Decider } from './decider.js';
 import type { StateCache } from './state-cache.js';
 
@@ -45,10 +46,21 @@ export async function loadAggregate<State, Event extends DomainEvent>(
   const cached = await cache?.get<State>(stream);
   const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});
   let state = cached ? cached.state : decider.initialState();
-  for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Event);
+  for (const event of events) state = decider.evolve(state, decodedFor(decider, event));
   const revision = events.at(-1)?.streamPosition ?? cached?.revision ?? 'no_stream';
   cache?.set(stream, state, revision);
   return { state, revision, optimistic: false };
+}
+
+/**
+ * A stream's event decoded once, as it is read (upcast and parsed: src/events/decode.ts), for the
+ * decider that folds the stream. A stream holds only its aggregate's events, which is what the
+ * one cast here asserts.
+ */
+export function decodedFor<State, Event extends DomainEvent>(_decider: Folding<State, Event>, event: RecordedEvent): Event {
+  const decoded = decode(event);
+  if (!decoded) throw new Error(`event type '${event.type}' is not in the catalogue`);
+  return { type: decoded.type, data: decoded.data } as Event;
 }
 
 /** An append write that also carries the state its events lead to, so the cache can hold it once appended. */

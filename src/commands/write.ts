@@ -1,5 +1,5 @@
 import { type AppendReceipt, type AppendResult, type AppendWrite, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
-import { type DecidedWrite, type Load, loadAggregate } from './aggregate.js';
+import { type DecidedWrite, decodedFor, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
 import { retryOnConflict } from './retry-on-conflict.js';
 
@@ -120,7 +120,7 @@ function readingIn(deps: CommandDeps, read: Parameters<Redecide>[0]): Load {
     const base = await deps.cache.baseline<ReturnType<typeof decider.initialState>>(stream);
     const events = await read(stream, base ? base.revision + 1 : 0);
     let state = base ? base.state : decider.initialState();
-    for (const event of events) state = decider.evolve(state, { type: event.type, data: event.data } as Parameters<typeof decider.evolve>[1]);
+    for (const event of events) state = decider.evolve(state, decodedFor(decider, event));
     return { state, revision: events.at(-1)?.streamPosition ?? base?.revision ?? 'no_stream', optimistic: false };
   };
 }

@@ -88,3 +88,6 @@ export const CustomerEvents = {
     balance: z.number().int(),
   }),
 };
+
+/** The event types of a `customer-…` stream. */
+export const CUSTOMER_EVENT_TYPES = Object.keys(CustomerEvents) as Array<keyof typeof CustomerEvents>;

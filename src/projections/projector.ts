@@ -1,18 +1,32 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventType } from '../events/catalogue.js';
+import type { Decoded, DecodedOf } from '../events/decode.js';
 import type { StoredEvent } from '../store/event-store.js';
+
+/** An event as projectors get it: read from the log and decoded once (src/events/decode.ts). */
+export type ProjectedEvent = Decoded<StoredEvent>;
+
+/** One event type's case of `ProjectedEvent`. */
+export type ProjectedEventOf<T extends EventType> = DecodedOf<StoredEvent, T>;
+
+/**
+ * A projector's handlers, keyed by the event types it handles: each gets its event with the data
+ * typed for that type, and the batch's state `B` (what `begin` made).
+ */
+export type Handlers<B> = { [T in EventType]?: (event: ProjectedEventOf<T>, batch: B) => void | Promise<void> };
 
 /**
  * Turns events into read-model rows. It writes only through the transaction it is given, which
  * also moves the projector's checkpoint: the read model and its position commit together.
  *
- * A projector implements `applyBatch` (set-based: a few statements per batch, whatever its size)
- * or `apply` (one event at a time); `applyEvents` calls whichever it has. Either way the rows it
- * leaves are the same as applying the events one by one, in order.
+ * `applyBatch` is set-based where it pays: handlers collect rows into the batch state and `end`
+ * writes them in a few statements, whatever the batch's size. Either way the rows it leaves are
+ * the same as applying the events one by one, in order. Build one with `defineProjector`.
  */
 export interface Projector {
   name: string;
+  /** The event types it handles: the keys of its handler map. */
   handles: ReadonlySet<EventType>;
   /** The read-model tables it alone writes: what `loyalty projections rebuild` replaces. */
   tables: readonly string[];
@@ -21,16 +35,56 @@ export interface Projector {
    * repeat them, so it is never rebuilt.
    */
   reactor?: boolean;
-  apply?(event: StoredEvent, trx: Transaction<Database>): Promise<void>;
   /** The events given are all handled by the projector, in log order. */
-  applyBatch?(events: readonly StoredEvent[], trx: Transaction<Database>): Promise<void>;
+  applyBatch(events: readonly ProjectedEvent[], trx: Transaction<Database>): Promise<void>;
+}
+
+export interface ProjectorSpec<B> {
+  name: string;
+  tables: readonly string[];
+  reactor?: boolean;
+  /** The state of one batch (it may read what the batch's events need); handlers reach the transaction through it. */
+  begin(trx: Transaction<Database>, events: readonly ProjectedEvent[]): B | Promise<B>;
+  on: Handlers<B>;
+  /** Writes what the handlers collected (set-based statements), after the last event of the batch. */
+  end?(batch: B): Promise<void>;
+}
+
+/**
+ * A projector from a handler map: `handles` is the map's keys, and each event goes to the handler
+ * of its type, in log order.
+ *
+ * @example
+ * defineProjector({
+ *   name: 'access', tables: ['api_keys'], begin: (trx) => ({ trx }),
+ *   on: { ApiKeyRevoked: async (event, { trx }) => { await trx.updateTable('api_keys')… .where('id', '=', event.data.key_id) } },
+ * });
+ */
+export function defineProjector<B>(spec: ProjectorSpec<B>): Projector {
+  const handlers = spec.on;
+  return {
+    name: spec.name,
+    tables: spec.tables,
+    ...(spec.reactor ? { reactor: true } : {}),
+    handles: new Set(Object.keys(handlers) as EventType[]),
+    async applyBatch(events, trx) {
+      const batch = await spec.begin(trx, events);
+      for (const event of events) {
+        const pending = handlerOf(handlers, event)?.(event, batch);
+        if (pending) await pending; // most handlers only collect rows: no await per event for them
+      }
+      await spec.end?.(batch);
+    },
+  };
+}
+
+/** The handler of `event`'s type, typed for that event (TypeScript cannot relate a union's key and value by itself). */
+function handlerOf<B>(handlers: Handlers<B>, event: ProjectedEvent): ((event: ProjectedEvent, batch: B) => void | Promise<void>) | undefined {
+  return handlers[event.type] as ((event: ProjectedEvent, batch: B) => void | Promise<void>) | undefined;
 }
 
 /** Applies the events this projector handles, in order, through `trx`. */
-export async function applyEvents(projector: Projector, events: readonly StoredEvent[], trx: Transaction<Database>): Promise<void> {
-  const handled = events.filter((e) => projector.handles.has(e.type as EventType));
-  if (handled.length === 0) return;
-  if (projector.applyBatch) return projector.applyBatch(handled, trx);
-  if (!projector.apply) throw new Error(`projector '${projector.name}' has neither apply nor applyBatch`);
-  for (const event of handled) await projector.apply(event, trx);
+export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>): Promise<void> {
+  const handled = events.filter((e) => projector.handles.has(e.type));
+  if (handled.length > 0) await projector.applyBatch(handled, trx);
 }

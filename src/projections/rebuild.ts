@@ -3,6 +3,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
+import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 
 export interface RebuildProgress {
@@ -83,9 +84,10 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
       if (events.length === 0) return;
       page = store.readAll(checkpoint, batchSize);
       page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
+      const decoded = decodeAll(events);
       await db.transaction().execute(async (trx) => {
         await sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
-        for (const projector of projectors) await applyEvents(projector, events, trx);
+        for (const projector of projectors) await applyEvents(projector, decoded, trx);
       });
       position = checkpoint;
       done += events.length;

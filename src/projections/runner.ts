@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
 import { BackgroundLoop } from '../background-loop.js';
+import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 import { ProjectorTrack } from './projector-track.js';
 
@@ -113,6 +114,8 @@ export class ProjectionRunner {
     const from = this.position;
     const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
     if (events.length === 0) return 'idle';
+    // Decoded once for every projector (src/events/decode.ts); types the catalogue lacks are skipped.
+    const decoded = decodeAll(events);
     const names = this.tracks.map((t) => t.name);
     const result = await this.db.transaction().execute(async (trx) => {
       const locks = await sql<{ name: string; locked: boolean; global_position: string }>`
@@ -133,7 +136,7 @@ export class ProjectionRunner {
         const base = seen.get(track.name);
         // Not ours this time (another process holds it), or moved back past what we read: skip.
         if (!base || !held.includes(track.name) || compareCheckpoints(base, from) < 0 || compareCheckpoints(base, next) >= 0) continue;
-        const mine = events.filter((e) => compareCheckpoints(e.position, base) > 0);
+        const mine = decoded.filter((e) => compareCheckpoints(e.position, base) > 0);
         await applyEvents(track.projector, mine, trx);
         applied.push({ track, count: mine.length });
       }

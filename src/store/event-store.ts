@@ -120,8 +120,8 @@ export class CommitOutcomeUnknown extends Error {
 /** See `AppendOptions.redecide`. */
 export type Redecide = (read: (stream: string, fromRevision: number) => Promise<RecordedEvent[]>) => Promise<AppendWrite[]>;
 
-/** What a decision folds of an event: its revision in its stream, its type and data. */
-export type RecordedEvent = Pick<StoredEvent, 'streamPosition' | 'type' | 'data'>;
+/** What a decision folds of an event: its revision in its stream, its type and data (and the version it was written at, when not the current one). */
+export type RecordedEvent = Pick<StoredEvent, 'streamPosition' | 'type' | 'data'> & { metadata?: Pick<EventMetadata, 'event_version'> };
 
 /** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

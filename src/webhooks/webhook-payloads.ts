@@ -1,7 +1,6 @@
 import { streams } from '../events/streams.js';
-import type { EventData } from '../events/catalogue.js';
 import type { WebhookEventType } from '../events/webhook-events.js';
-import type { StoredEvent } from '../store/event-store.js';
+import type { ProjectedEventOf } from '../projections/projector.js';
 
 /** The Standard Webhooks body: `{type, timestamp, data}`. */
 export interface WebhookPayload {
@@ -10,39 +9,45 @@ export interface WebhookPayload {
   data: Record<string, unknown>;
 }
 
-/** The webhook a stored event announces, or null when it announces none. */
-export function webhookPayloadOf(event: StoredEvent): WebhookPayload | null {
+/** The events a webhook announces, and the webhook event type of each. */
+export const ANNOUNCED = {
+  CustomerRegistered: 'customer.created',
+  PointsEarned: 'points.earned',
+  PointsDeducted: 'points.deducted',
+  PointsAdjusted: 'points.adjusted',
+  EventRecorded: 'event.recorded',
+  RewardRedeemed: 'reward.redeemed',
+  RedemptionCancelled: 'redemption.cancelled',
+  TierUpgraded: 'tier.upgraded',
+} as const satisfies Record<string, WebhookEventType>;
+
+export type AnnouncedEvent = ProjectedEventOf<keyof typeof ANNOUNCED>;
+
+/** The webhook an event announces. */
+export function webhookPayloadOf(event: AnnouncedEvent): WebhookPayload {
   const at = event.recordedAt.toISOString();
   const customer_id = streams.customerIdOf(event.streamId);
-  const payload = (type: WebhookEventType, data: Record<string, unknown>): WebhookPayload => ({ type, timestamp: at, data });
+  const payload = (data: Record<string, unknown>): WebhookPayload => ({ type: ANNOUNCED[event.type], timestamp: at, data });
   switch (event.type) {
     case 'CustomerRegistered': {
-      const { business_id: _b, ...data } = event.data as EventData<'CustomerRegistered'>;
-      return payload('customer.created', { ...data, created_at: at });
+      const { business_id: _b, ...data } = event.data;
+      return payload({ ...data, created_at: at });
     }
     case 'PointsEarned':
     case 'PointsDeducted':
-    case 'PointsAdjusted': {
-      const type = ({ PointsEarned: 'points.earned', PointsDeducted: 'points.deducted', PointsAdjusted: 'points.adjusted' } as const)[event.type];
-      return payload(type, { customer_id, ...(event.data as EventData<'PointsEarned'>), created_at: at });
-    }
+    case 'PointsAdjusted':
     case 'EventRecorded':
-      return payload('event.recorded', { customer_id, ...(event.data as EventData<'EventRecorded'>), created_at: at });
     case 'RewardRedeemed':
-      return payload('reward.redeemed', { customer_id, ...(event.data as EventData<'RewardRedeemed'>), created_at: at });
+      return payload({ customer_id, ...event.data, created_at: at });
     case 'RedemptionCancelled':
-      return payload('redemption.cancelled', { customer_id, ...(event.data as EventData<'RedemptionCancelled'>), cancelled_at: at });
+      return payload({ customer_id, ...event.data, cancelled_at: at });
     case 'TierUpgraded': {
-      const data = event.data as EventData<'TierUpgraded'>;
-      return payload('tier.upgraded', {
-        customer_id,
-        previous_tier: data.previous_tier,
-        new_tier: data.new_tier,
-        lifetime_earned: data.lifetime_earned,
-        upgraded_at: at,
-      });
+      const { data } = event;
+      return payload({ customer_id, previous_tier: data.previous_tier, new_tier: data.new_tier, lifetime_earned: data.lifetime_earned, upgraded_at: at });
     }
-    default:
-      return null;
+    default: {
+      const unhandled: never = event;
+      throw new Error(`no webhook payload for ${String(unhandled)}`);
+    }
   }
 }

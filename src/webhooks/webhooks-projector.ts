@@ -1,12 +1,10 @@
 import { sql, type Transaction } from 'kysely';
 import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
-import type { EventData, EventType } from '../events/catalogue.js';
 import { newId } from '../ids.js';
 import { insertRows } from '../projections/insert-rows.js';
-import type { Projector } from '../projections/projector.js';
-import type { StoredEvent } from '../store/event-store.js';
-import { webhookPayloadOf } from './webhook-payloads.js';
+import { defineProjector } from '../projections/projector.js';
+import { type AnnouncedEvent, webhookPayloadOf } from './webhook-payloads.js';
 
 /**
  * The webhook reactor: keeps `webhook_endpoints` and turns every announced event into one
@@ -15,25 +13,55 @@ import { webhookPayloadOf } from './webhook-payloads.js';
  * event order, so a webhook created before an event always hears of it. When an endpoint is
  * deleted or disabled, its pending messages end `cancelled` (CONTRACT.md §10): they leave the queue.
  */
-export const webhooksProjector: Projector = {
+interface Batch {
+  trx: Transaction<Database>;
+  /** The batch's businesses' endpoints as they are at the event being applied. */
+  endpoints: Map<string, Endpoint>;
+  messages: Record<string, unknown>[];
+}
+
+/** An event that announces a webhook: one message per active endpoint of its business subscribed to it. */
+function announce(event: AnnouncedEvent, { endpoints, messages }: Batch): void {
+  const payload = webhookPayloadOf(event);
+  const businessId = event.metadata.business_id;
+  for (const endpoint of endpoints.values()) {
+    if (endpoint.business_id !== businessId || !endpoint.active) continue;
+    if (!endpoint.events.includes(payload.type) && !endpoint.events.includes('*')) continue;
+    messages.push({
+      id: newId('message'),
+      business_id: businessId,
+      webhook_id: endpoint.id,
+      event_type: payload.type,
+      source_event_id: event.eventId,
+      payload: JSON.stringify(payload),
+      next_attempt_at: event.recordedAt,
+      created_at: event.recordedAt,
+    });
+  }
+}
+
+/**
+ * The endpoint no longer receives deliveries (deleted, or disabled). The batch's messages so far go
+ * in first, so that the cancellation covers them too (and spares those queued after a re-enable
+ * later in the batch).
+ */
+async function stopped(webhookId: string, { trx, messages }: Batch): Promise<void> {
+  await insertMessages(trx, messages.splice(0));
+  await cancelPendingMessages(trx, webhookId);
+}
+
+/**
+ * The webhook reactor: keeps `webhook_endpoints` and turns every announced event into one
+ * `webhook_messages` row per subscribed endpoint, in the same transaction as its checkpoint — so a
+ * message is queued exactly once, whatever crashes. Endpoints are read from its own table, in
+ * event order, so a webhook created before an event always hears of it. When an endpoint is
+ * deleted or disabled, its pending messages end `cancelled` (CONTRACT.md §10): they leave the queue.
+ */
+export const webhooksProjector = defineProjector<Batch>({
   name: 'webhooks',
   tables: ['webhook_endpoints', 'webhook_messages'],
   reactor: true,
-  handles: new Set<EventType>([
-    'WebhookCreated',
-    'WebhookUpdated',
-    'WebhookDeleted',
-    'CustomerRegistered',
-    'PointsEarned',
-    'PointsDeducted',
-    'PointsAdjusted',
-    'EventRecorded',
-    'RewardRedeemed',
-    'RedemptionCancelled',
-    'TierUpgraded',
-  ]),
-
-  async applyBatch(events, trx) {
+  async begin(trx, events) {
     // Every endpoint of the batch's businesses, read once; endpoint events below keep it current
     // in event order, so each event is matched against the endpoints as they were when it happened.
     const businesses = [...new Set(events.map((e) => e.metadata.business_id))];
@@ -43,38 +71,63 @@ export const webhooksProjector: Projector = {
       .where('business_id', 'in', businesses)
       .orderBy('seq')
       .execute();
-    const endpoints = new Map<string, Endpoint>(rows.map((r) => [r.id, { ...r }]));
-    const messages: Record<string, unknown>[] = [];
-    for (const event of events) {
-      const outcome = await applyEndpointEvent(event, trx, endpoints);
-      if (outcome === 'stopped') {
-        // The batch's messages so far go in first, so that the cancellation covers them too
-        // (and spares those queued after a re-enable later in the batch).
-        await insertMessages(trx, messages.splice(0));
-        await cancelPendingMessages(trx, streams.webhookIdOf(event.streamId));
-      }
-      if (outcome !== 'other') continue;
-      const payload = webhookPayloadOf(event);
-      if (!payload) continue;
-      const businessId = event.metadata.business_id;
-      for (const endpoint of endpoints.values()) {
-        if (endpoint.business_id !== businessId || !endpoint.active) continue;
-        if (!endpoint.events.includes(payload.type) && !endpoint.events.includes('*')) continue;
-        messages.push({
-          id: newId('message'),
-          business_id: businessId,
-          webhook_id: endpoint.id,
-          event_type: payload.type,
-          source_event_id: event.eventId,
-          payload: JSON.stringify(payload),
-          next_attempt_at: event.recordedAt,
-          created_at: event.recordedAt,
-        });
-      }
-    }
-    await insertMessages(trx, messages);
+    return { trx, endpoints: new Map(rows.map((r) => [r.id, { ...r }])), messages: [] };
   },
-};
+  on: {
+    async WebhookCreated({ data: w, recordedAt: at }, { trx, endpoints }) {
+      await trx
+        .insertInto('webhook_endpoints')
+        .values({
+          id: w.webhook_id,
+          business_id: w.business_id,
+          url: w.url,
+          events: w.events,
+          description: w.description,
+          active: true,
+          disabled_reason: null,
+          deleted_at: null,
+          created_at: at,
+          updated_at: at,
+        })
+        .execute();
+      endpoints.set(w.webhook_id, { id: w.webhook_id, business_id: w.business_id, events: w.events, active: true });
+    },
+    async WebhookUpdated({ data, streamId, recordedAt: at }, batch) {
+      const { reason, ...changes } = data;
+      const webhookId = streams.webhookIdOf(streamId);
+      await batch.trx
+        .updateTable('webhook_endpoints')
+        .set({
+          ...changes,
+          ...(changes.active === false ? { disabled_reason: reason ?? 'disabled by the business' } : {}),
+          ...(changes.active === true ? { disabled_reason: null } : {}),
+          updated_at: at,
+        })
+        .where('id', '=', webhookId)
+        .execute();
+      const endpoint = batch.endpoints.get(webhookId);
+      if (endpoint && changes.events !== undefined) endpoint.events = changes.events;
+      if (endpoint && changes.active !== undefined) endpoint.active = changes.active;
+      if (changes.active === false) await stopped(webhookId, batch);
+    },
+    async WebhookDeleted({ streamId, recordedAt: at }, batch) {
+      const webhookId = streams.webhookIdOf(streamId);
+      await batch.trx.updateTable('webhook_endpoints').set({ active: false, deleted_at: at, updated_at: at }).where('id', '=', webhookId).execute();
+      const endpoint = batch.endpoints.get(webhookId);
+      if (endpoint) endpoint.active = false;
+      await stopped(webhookId, batch);
+    },
+    CustomerRegistered: announce,
+    PointsEarned: announce,
+    PointsDeducted: announce,
+    PointsAdjusted: announce,
+    EventRecorded: announce,
+    RewardRedeemed: announce,
+    RedemptionCancelled: announce,
+    TierUpgraded: announce,
+  },
+  end: ({ trx, messages }) => insertMessages(trx, messages),
+});
 
 function insertMessages(trx: Transaction<Database>, messages: readonly Record<string, unknown>[]): Promise<void> {
   return insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {
@@ -114,66 +167,3 @@ const MESSAGE_COLUMNS = {
   next_attempt_at: 'timestamptz',
   created_at: 'timestamptz',
 };
-
-/**
- * Applies an endpoint event to the table and to `endpoints`: 'stopped' when the endpoint no longer
- * receives deliveries (deleted, or disabled), 'applied' for other endpoint events, 'other' for any
- * other event.
- */
-async function applyEndpointEvent(
-  event: StoredEvent,
-  trx: Transaction<Database>,
-  endpoints: Map<string, Endpoint>,
-): Promise<'stopped' | 'applied' | 'other'> {
-  const at = event.recordedAt;
-  switch (event.type) {
-    case 'WebhookCreated': {
-      const w = event.data as EventData<'WebhookCreated'>;
-      await trx
-        .insertInto('webhook_endpoints')
-        .values({
-          id: w.webhook_id,
-          business_id: w.business_id,
-          url: w.url,
-          events: w.events,
-          description: w.description,
-          active: true,
-          disabled_reason: null,
-          deleted_at: null,
-          created_at: at,
-          updated_at: at,
-        })
-        .execute();
-      endpoints.set(w.webhook_id, { id: w.webhook_id, business_id: w.business_id, events: w.events, active: true });
-      return 'applied';
-    }
-    case 'WebhookUpdated': {
-      const { reason, ...changes } = event.data as EventData<'WebhookUpdated'>;
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({
-          ...changes,
-          ...(changes.active === false ? { disabled_reason: reason ?? 'disabled by the business' } : {}),
-          ...(changes.active === true ? { disabled_reason: null } : {}),
-          updated_at: at,
-        })
-        .where('id', '=', streams.webhookIdOf(event.streamId))
-        .execute();
-      const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
-      if (endpoint && changes.events !== undefined) endpoint.events = changes.events;
-      if (endpoint && changes.active !== undefined) endpoint.active = changes.active;
-      return changes.active === false ? 'stopped' : 'applied';
-    }
-    case 'WebhookDeleted': {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ active: false, deleted_at: at, updated_at: at })
-        .where('id', '=', streams.webhookIdOf(event.streamId))
-        .execute();
-      const endpoint = endpoints.get(streams.webhookIdOf(event.streamId));
-      if (endpoint) endpoint.active = false;
-      return 'stopped';
-    }
-  }
-  return 'other';
-}

@@ -142,7 +142,7 @@ describe('plan limit on customers', () => {
   // is serialized per business). Instead: the limit is enforced by counting each new customer on the
   // business's stream (the free case above shows the count refuses the 1,001st); an unlimited business's
   // creations are never counted, so no count of them can reach a limit. The decider's own tests cover
-  // CountCustomer on an unlimited plan at any count (test/commands/business-decider.test.ts).
+  // CountCustomer on an unlimited plan at any count (test/commands/business-decider.unit.test.ts).
   it('never counts the customers of an unlimited business, while counting each of a free one', async () => {
     const free = await t.business('free');
     const unlimited = await t.business('unlimited');

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EventType } from '../../src/events/catalogue.js';
 import { Projections } from '../../src/projections/projections.js';
-import type { Projector } from '../../src/projections/projector.js';
+import type { Database } from '../../src/db/schema.js';
+import { defineProjector, type ProjectedEventOf, type Projector } from '../../src/projections/projector.js';
 import { ProjectionRunner, type RunnerOptions } from '../../src/projections/runner.js';
 import { type AppendResult, type Checkpoint, compareCheckpoints, type NewEvent } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
@@ -335,29 +336,32 @@ async function testProjection(): Promise<TestProjection> {
   await sql`create table ${sql.table(table)} (
     event_id uuid not null, n int not null, tx text not null, checkpoint_before text not null, applied_by text not null
   )`.execute(handle.db);
+  /** Records an event of this projection's streams (`n` is its amount), failing where `fault` says. */
+  async function seen(event: ProjectedEventOf<'PointsEarned'>, trx: Transaction<Database>, label: string): Promise<void> {
+    if (!event.streamId.startsWith(prefix)) return;
+    const n = event.data.amount;
+    t.attempted.push(n);
+    if (t.fault.at === n) {
+      t.fault.hits++;
+      throw new Error(`injected fault at event ${n}`);
+    }
+    await sql`insert into ${sql.table(table)} (event_id, n, tx, checkpoint_before, applied_by)
+      values (${event.eventId}, ${n}, pg_current_xact_id()::text,
+        (select global_position::text from projection_checkpoints where name = ${name}), ${label})`.execute(trx);
+  }
   const t: TestProjection = {
     name,
     table,
     prefix,
     fault: { at: null, hits: 0 },
     attempted: [],
-    projector: (label) => ({
-      name,
-      handles: new Set<EventType>(['PointsEarned']),
-      tables: [table],
-      async apply(event, trx) {
-        if (!event.streamId.startsWith(prefix)) return;
-        const n = event.data.n as number;
-        t.attempted.push(n);
-        if (t.fault.at === n) {
-          t.fault.hits++;
-          throw new Error(`injected fault at event ${n}`);
-        }
-        await sql`insert into ${sql.table(table)} (event_id, n, tx, checkpoint_before, applied_by)
-          values (${event.eventId}, ${n}, pg_current_xact_id()::text,
-            (select global_position::text from projection_checkpoints where name = ${name}), ${label})`.execute(trx);
-      },
-    }),
+    projector: (label) =>
+      defineProjector({
+        name,
+        tables: [table],
+        begin: (trx) => trx,
+        on: { PointsEarned: (event, trx) => seen(event, trx, label) },
+      }),
     runner: (label, options) => new ProjectionRunner(handle.db, store, t.projector(label), options),
     async rows() {
       const result = await sql<SeenRow>`select event_id as "eventId", n, tx, checkpoint_before as "checkpointBefore",
@@ -390,8 +394,13 @@ function started<T extends { stop(): Promise<void> }>(runner: T): T {
   return runner;
 }
 
+/** A `PointsEarned` of `amount` n (what the test projector records), or another type with empty data. */
 function ev(n: number, type: EventType = 'PointsEarned'): NewEvent {
-  return { id: randomUUID(), type, data: { n }, metadata: meta('biz_runner') };
+  const data =
+    type === 'PointsEarned'
+      ? { transaction_id: `txn_${n}`, amount: n, balance: n, base_amount: n, multiplier: 1, description: null, reference: null, metadata: {} }
+      : {};
+  return { id: randomUUID(), type, data, metadata: meta('biz_runner') };
 }
 
 

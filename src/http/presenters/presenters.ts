@@ -1,7 +1,8 @@
 import type { RecordedEvent } from '../../commands/index.js';
 import { streams } from '../../events/streams.js';
 import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
-import type { EventData } from '../../events/catalogue.js';
+import type { EventType } from '../../events/catalogue.js';
+import { decode, type DecodedOf, ofTypes } from '../../events/decode.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../../store/event-store.js';
 import { KeySchema } from '../schemas/key-schemas.js';
@@ -160,15 +161,21 @@ export function presentEvent(row: Omit<RecordedEventRow, 'business_id' | 'seq' |
  * will derive from it.
  */
 
+/** The appended event, decoded as a reader of the log would (its type narrowed to `types`). */
+export function recorded<T extends EventType>(event: RecordedEvent, ...types: T[]): DecodedOf<RecordedEvent, T> {
+  const decoded = decode(event);
+  if (!decoded || !ofTypes(types)(decoded)) throw new Error(`expected ${types.join(' or ')}, got ${event.type}`);
+  return decoded;
+}
+
 export function presentTransactionEvent(event: RecordedEvent) {
-  // `ledgerEntryFromEvent` reads only the stream, type, data and time of an event.
-  const entry = ledgerEntryFromEvent(event as StoredEvent);
+  const entry = ledgerEntryFromEvent(recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled'));
   if (!entry) throw new Error(`${event.type} makes no ledger line`);
   return presentTransaction(entry);
 }
 
 export function presentEventRecorded(event: RecordedEvent) {
-  const data = event.data as EventData<'EventRecorded'>;
+  const { data } = recorded(event, 'EventRecorded');
   return presentEvent({
     id: data.event_id,
     customer_id: streams.customerIdOf(event.streamId),
@@ -184,7 +191,7 @@ export function presentEventRecorded(event: RecordedEvent) {
 }
 
 export function presentRewardRedeemed(event: RecordedEvent) {
-  const data = event.data as EventData<'RewardRedeemed'>;
+  const { data } = recorded(event, 'RewardRedeemed');
   return presentRedemption({
     id: data.redemption_id,
     customer_id: streams.customerIdOf(event.streamId),

@@ -1,13 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
-import type { EventData } from '../../events/catalogue.js';
 import { commandContext } from './command-context.js';
 import { refusingDuplicates } from './duplicate-reference.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentRedemption, presentRewardRedeemed } from '../presenters/presenters.js';
+import { presentRedemption, presentRewardRedeemed, recorded } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
@@ -69,7 +68,7 @@ export const redemptionRoutes = createRouter()
       const cancelled = await c.var.services.commands.redemptions.cancel(commandContext(c), customer_id, redemption_id);
       const row = await redemptionOr404(c, customer_id, redemption_id);
       // CONTRACT.md §6: the answer's balance is the one right after the cancellation (the row keeps the redemption's).
-      return c.json({ ...presentRedemption(row), balance: (cancelled.data as EventData<'RedemptionCancelled'>).balance }, 200);
+      return c.json({ ...presentRedemption(row), balance: recorded(cancelled, 'RedemptionCancelled').data.balance }, 200);
     },
   )
   .openapi(

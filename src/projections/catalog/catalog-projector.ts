@@ -2,10 +2,8 @@ import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
-import type { EventData, EventType } from '../../events/catalogue.js';
-import type { StoredEvent } from '../../store/event-store.js';
 import { insertRows } from '../insert-rows.js';
-import type { Projector } from '../projector.js';
+import { defineProjector, type ProjectedEventOf } from '../projector.js';
 
 const json = (value: unknown) => JSON.stringify(value);
 
@@ -21,6 +19,25 @@ const REDEMPTION_COLUMNS = {
   created_at: 'timestamptz',
 };
 
+interface Batch {
+  trx: Transaction<Database>;
+  redeemed: Record<string, unknown>[];
+  cancelled: Array<{ id: string; cancelled_at: Date }>;
+  /** Each reward's net change of `redeemed_count`. */
+  counts: Map<string, number>;
+}
+
+const count = (batch: Batch, rewardId: string, by: number) => batch.counts.set(rewardId, (batch.counts.get(rewardId) ?? 0) + by);
+
+/** A stock event: the reward's units left. */
+async function setStock(event: ProjectedEventOf<'RewardStockTaken' | 'RewardStockReturned'>, { trx }: Batch): Promise<void> {
+  await trx
+    .updateTable('rewards')
+    .set({ stock_quantity: event.data.stock_quantity, updated_at: event.recordedAt })
+    .where('id', '=', streams.rewardIdOf(event.streamId))
+    .execute();
+}
+
 /**
  * The program a business runs: `tiers`, `event_types`, `rewards` (with stock and redeemed counts)
  * and `redemptions`. Redemptions are the frequent events: a batch inserts its redemptions in one
@@ -28,75 +45,36 @@ const REDEMPTION_COLUMNS = {
  * net change in one; the rare definition and stock events keep one statement each, run first
  * (they write other columns, so the order never changes a row).
  */
-export const catalogProjector: Projector = {
+export const catalogProjector = defineProjector<Batch>({
   name: 'catalog',
   tables: ['tiers', 'event_types', 'rewards', 'redemptions'],
-  handles: new Set<EventType>([
-    'TierCreated',
-    'TierUpdated',
-    'EventTypeCreated',
-    'EventTypeUpdated',
-    'RewardCreated',
-    'RewardUpdated',
-    'RewardStockTaken',
-    'RewardStockReturned',
-    'RewardRedeemed',
-    'RedemptionCancelled',
-  ]),
-
-  async applyBatch(events, trx) {
-    const redeemed: Record<string, unknown>[] = [];
-    const cancelled: Array<{ id: string; cancelled_at: Date }> = [];
-    const counts = new Map<string, number>();
-    const count = (rewardId: string, by: number) => counts.set(rewardId, (counts.get(rewardId) ?? 0) + by);
-    for (const event of events) {
-      if (event.type === 'RewardRedeemed') {
-        const r = event.data as EventData<'RewardRedeemed'>;
-        redeemed.push({
-          id: r.redemption_id,
-          business_id: event.metadata.business_id,
-          customer_id: streams.customerIdOf(event.streamId),
-          reward_id: r.reward_id,
-          points_cost: r.points_cost,
-          balance: r.balance,
-          reference: r.reference,
-          metadata: r.metadata,
-          created_at: event.recordedAt,
-        });
-        count(r.reward_id, 1);
-      } else if (event.type === 'RedemptionCancelled') {
-        const r = event.data as EventData<'RedemptionCancelled'>;
-        cancelled.push({ id: r.redemption_id, cancelled_at: event.recordedAt });
-        count(r.reward_id, -1);
-      } else {
-        await applyDefinition(event, trx);
-      }
-    }
-    await insertRows(trx, 'redemptions', REDEMPTION_COLUMNS, redeemed, { also: { status: sql`'completed'`, cancelled_at: sql`null` } });
-    if (cancelled.length > 0) {
-      await sql`update redemptions r set status = 'cancelled', cancelled_at = x.cancelled_at
-        from jsonb_to_recordset(${JSON.stringify(cancelled)}::jsonb) as x(id text, cancelled_at timestamptz) where r.id = x.id`.execute(trx);
-    }
-    const moved = [...counts].filter(([, by]) => by !== 0).map(([id, delta]) => ({ id, delta }));
-    if (moved.length > 0) {
-      await sql`update rewards w set redeemed_count = w.redeemed_count + x.delta
-        from jsonb_to_recordset(${JSON.stringify(moved)}::jsonb) as x(id text, delta integer) where w.id = x.id`.execute(trx);
-    }
-  },
-};
-
-/** Tier, event type and reward definitions and stock: rare, one statement each, in order. */
-async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): Promise<void> {
-  const businessId = event.metadata.business_id;
-  const at = event.recordedAt;
-  switch (event.type as EventType) {
-    case 'TierCreated': {
-      const t = event.data as EventData<'TierCreated'>;
+  begin: (trx) => ({ trx, redeemed: [], cancelled: [], counts: new Map() }),
+  on: {
+    RewardRedeemed(event, batch) {
+      const r = event.data;
+      batch.redeemed.push({
+        id: r.redemption_id,
+        business_id: event.metadata.business_id,
+        customer_id: streams.customerIdOf(event.streamId),
+        reward_id: r.reward_id,
+        points_cost: r.points_cost,
+        balance: r.balance,
+        reference: r.reference,
+        metadata: r.metadata,
+        created_at: event.recordedAt,
+      });
+      count(batch, r.reward_id, 1);
+    },
+    RedemptionCancelled(event, batch) {
+      batch.cancelled.push({ id: event.data.redemption_id, cancelled_at: event.recordedAt });
+      count(batch, event.data.reward_id, -1);
+    },
+    async TierCreated({ data: t, metadata, recordedAt: at }, { trx }) {
       await trx
         .insertInto('tiers')
         .values({
           id: t.tier_id,
-          business_id: businessId,
+          business_id: metadata.business_id,
           name: t.name,
           points_threshold: t.points_threshold,
           multiplier: String(t.multiplier),
@@ -106,10 +84,9 @@ async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): 
           updated_at: at,
         })
         .execute();
-      return;
-    }
-    case 'TierUpdated': {
-      const { tier_id, multiplier, benefits, metadata, ...rest } = event.data as EventData<'TierUpdated'>;
+    },
+    async TierUpdated({ data, recordedAt: at }, { trx }) {
+      const { tier_id, multiplier, benefits, metadata, ...rest } = data;
       await trx
         .updateTable('tiers')
         .set({
@@ -121,15 +98,13 @@ async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): 
         })
         .where('id', '=', tier_id)
         .execute();
-      return;
-    }
-    case 'EventTypeCreated': {
-      const e = event.data as EventData<'EventTypeCreated'>;
+    },
+    async EventTypeCreated({ data: e, metadata, recordedAt: at }, { trx }) {
       await trx
         .insertInto('event_types')
         .values({
           id: e.event_type_id,
-          business_id: businessId,
+          business_id: metadata.business_id,
           name: e.name,
           display_name: e.display_name,
           default_points: e.default_points,
@@ -139,10 +114,9 @@ async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): 
           updated_at: at,
         })
         .execute();
-      return;
-    }
-    case 'EventTypeUpdated': {
-      const { name, rules, metadata, event_type_id: _id, ...rest } = event.data as EventData<'EventTypeUpdated'>;
+    },
+    async EventTypeUpdated({ data, metadata: meta, recordedAt: at }, { trx }) {
+      const { name, rules, metadata, event_type_id: _id, ...rest } = data;
       await trx
         .updateTable('event_types')
         .set({
@@ -151,13 +125,11 @@ async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): 
           ...(metadata !== undefined ? { metadata: json(metadata) } : {}),
           updated_at: at,
         })
-        .where('business_id', '=', businessId)
+        .where('business_id', '=', meta.business_id)
         .where('name', '=', name)
         .execute();
-      return;
-    }
-    case 'RewardCreated': {
-      const r = event.data as EventData<'RewardCreated'>;
+    },
+    async RewardCreated({ data: r, recordedAt: at }, { trx }) {
       await trx
         .insertInto('rewards')
         .values({
@@ -175,22 +147,28 @@ async function applyDefinition(event: StoredEvent, trx: Transaction<Database>): 
           updated_at: at,
         })
         .execute();
-      return;
-    }
-    case 'RewardUpdated': {
-      const { metadata, ...rest } = event.data as EventData<'RewardUpdated'>;
+    },
+    async RewardUpdated({ data, streamId, recordedAt: at }, { trx }) {
+      const { metadata, ...rest } = data;
       await trx
         .updateTable('rewards')
         .set({ ...rest, ...(metadata !== undefined ? { metadata: json(metadata) } : {}), updated_at: at })
-        .where('id', '=', streams.rewardIdOf(event.streamId))
+        .where('id', '=', streams.rewardIdOf(streamId))
         .execute();
-      return;
+    },
+    RewardStockTaken: setStock,
+    RewardStockReturned: setStock,
+  },
+  async end({ trx, redeemed, cancelled, counts }) {
+    await insertRows(trx, 'redemptions', REDEMPTION_COLUMNS, redeemed, { also: { status: sql`'completed'`, cancelled_at: sql`null` } });
+    if (cancelled.length > 0) {
+      await sql`update redemptions r set status = 'cancelled', cancelled_at = x.cancelled_at
+        from jsonb_to_recordset(${JSON.stringify(cancelled)}::jsonb) as x(id text, cancelled_at timestamptz) where r.id = x.id`.execute(trx);
     }
-    case 'RewardStockTaken':
-    case 'RewardStockReturned': {
-      const { stock_quantity } = event.data as EventData<'RewardStockTaken'>;
-      await trx.updateTable('rewards').set({ stock_quantity, updated_at: at }).where('id', '=', streams.rewardIdOf(event.streamId)).execute();
-      return;
+    const moved = [...counts].filter(([, by]) => by !== 0).map(([id, delta]) => ({ id, delta }));
+    if (moved.length > 0) {
+      await sql`update rewards w set redeemed_count = w.redeemed_count + x.delta
+        from jsonb_to_recordset(${JSON.stringify(moved)}::jsonb) as x(id text, delta integer) where w.id = x.id`.execute(trx);
     }
-  }
-}
+  },
+});

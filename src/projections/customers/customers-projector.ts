@@ -1,11 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
-import type { EventData, EventType } from '../../events/catalogue.js';
-import type { StoredEvent } from '../../store/event-store.js';
 import { insertRows } from '../insert-rows.js';
-import type { Projector } from '../projector.js';
-import { LEDGER_EVENT_TYPES, type LedgerEntry, ledgerEntryFromEvent } from './ledger-entry.js';
+import { defineProjector, type ProjectedEventOf } from '../projector.js';
+import { type LedgerEntry, ledgerEntryFromEvent } from './ledger-entry.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
 function lifetimeEffect(entry: LedgerEntry): { earned: number; redeemed: number } {
@@ -81,6 +79,17 @@ const TIER_CHANGE_COLUMNS = {
   changed_at: 'timestamptz',
 };
 
+interface Batch {
+  trx: Transaction<Database>;
+  registered: Record<string, unknown>[];
+  /** Profile and tier statements, run in order once the batch's new customers are inserted. */
+  later: Array<() => Promise<void>>;
+  ledger: Record<string, unknown>[];
+  recorded: Record<string, unknown>[];
+  tierChanges: Record<string, unknown>[];
+  net: Map<string, NetChange>;
+}
+
 /**
  * `customers` (profile, balance, lifetime totals, tier), `ledger_entries` (every balance change
  * with the balance after it), `recorded_events` and `tier_changes`.
@@ -91,118 +100,74 @@ const TIER_CHANGE_COLUMNS = {
  * and keep one statement each, run before that update; the order of the statements never changes
  * a row, since they write different columns (and `updated_at` goes to the customer's last event).
  */
-export const customersProjector: Projector = {
+export const customersProjector = defineProjector<Batch>({
   name: 'customers',
   tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes'],
-  handles: new Set<EventType>([
-    'CustomerRegistered',
-    'CustomerUpdated',
-    'PointsEarned',
-    'PointsDeducted',
-    'PointsAdjusted',
-    'EventRecorded',
-    'RewardRedeemed',
-    'RedemptionCancelled',
-    'TierUpgraded',
-    'TierUpdated',
-  ]),
-
-  async applyBatch(events, trx) {
-    const registered: Record<string, unknown>[] = [];
-    const profileAndTier: StoredEvent[] = [];
-    const ledger: Record<string, unknown>[] = [];
-    const recorded: Record<string, unknown>[] = [];
-    const tierChanges: Record<string, unknown>[] = [];
-    const net = new Map<string, NetChange>();
-
-    for (const event of events) {
-      const customerId = streams.customerIdOf(event.streamId);
-      const businessId = event.metadata.business_id;
-      switch (event.type as EventType) {
-        case 'CustomerRegistered': {
-          const data = event.data as EventData<'CustomerRegistered'>;
-          registered.push({
-            id: data.customer_id,
-            business_id: data.business_id,
-            email: data.email,
-            email_lower: data.email?.toLowerCase() ?? null,
-            phone: data.phone,
-            first_name: data.first_name,
-            last_name: data.last_name,
-            external_reference: data.external_reference,
-            metadata: data.metadata,
-            created_at: event.recordedAt,
-            updated_at: event.recordedAt,
-          });
-          continue;
-        }
-        case 'TierUpgraded': {
-          const data = event.data as EventData<'TierUpgraded'>;
-          tierChanges.push({
-            business_id: businessId,
-            customer_id: customerId,
-            previous_tier_id: data.previous_tier?.id ?? null,
-            new_tier_id: data.new_tier.id,
-            lifetime_earned: data.lifetime_earned,
-            changed_at: event.recordedAt,
-          });
-          profileAndTier.push(event);
-          markTouched(net, customerId);
-          continue;
-        }
-        case 'CustomerUpdated':
-          profileAndTier.push(event);
-          markTouched(net, customerId);
-          continue;
-        case 'TierUpdated':
-          profileAndTier.push(event);
-          continue;
-      }
-      if (event.type === 'EventRecorded') {
-        const data = event.data as EventData<'EventRecorded'>;
-        recorded.push({
-          id: data.event_id,
-          business_id: businessId,
-          customer_id: customerId,
-          event_type: data.event_type,
-          properties: data.properties,
-          reference: data.reference,
-          base_points: data.base_points,
-          multiplier: String(data.multiplier),
-          points_awarded: data.points_awarded,
-          balance: data.balance,
-          created_at: event.recordedAt,
-        });
-      }
-      const entry = LEDGER_EVENT_TYPES.has(event.type) ? ledgerEntryFromEvent(event) : null;
-      if (!entry) continue;
-      const { earned, redeemed } = lifetimeEffect(entry);
-      const change = net.get(customerId) ?? { id: customerId, balance: 0, earned: 0, redeemed: 0, updated_at: null };
-      change.balance = entry.balance;
-      change.earned += earned;
-      change.redeemed += redeemed;
-      change.updated_at = event.recordedAt;
-      net.set(customerId, change);
-      ledger.push({
-        id: entry.id,
-        business_id: businessId,
-        customer_id: entry.customer_id,
-        type: entry.type,
-        amount: entry.amount,
-        balance: entry.balance,
-        base_amount: entry.base_amount,
-        multiplier: entry.multiplier === null ? null : String(entry.multiplier),
-        description: entry.description,
-        reference: entry.reference,
-        metadata: entry.metadata,
-        created_at: entry.created_at,
+  begin: (trx) => ({ trx, registered: [], later: [], ledger: [], recorded: [], tierChanges: [], net: new Map() }),
+  on: {
+    CustomerRegistered({ data, recordedAt }, batch) {
+      batch.registered.push({
+        id: data.customer_id,
+        business_id: data.business_id,
+        email: data.email,
+        email_lower: data.email?.toLowerCase() ?? null,
+        phone: data.phone,
+        first_name: data.first_name,
+        last_name: data.last_name,
+        external_reference: data.external_reference,
+        metadata: data.metadata,
+        created_at: recordedAt,
+        updated_at: recordedAt,
       });
-    }
-
+    },
+    TierUpgraded(event, batch) {
+      const customerId = streams.customerIdOf(event.streamId);
+      batch.tierChanges.push({
+        business_id: event.metadata.business_id,
+        customer_id: customerId,
+        previous_tier_id: event.data.previous_tier?.id ?? null,
+        new_tier_id: event.data.new_tier.id,
+        lifetime_earned: event.data.lifetime_earned,
+        changed_at: event.recordedAt,
+      });
+      batch.later.push(() => applyTierReached(event, batch.trx));
+      markTouched(batch.net, customerId);
+    },
+    CustomerUpdated(event, batch) {
+      batch.later.push(() => applyProfileChange(event, batch.trx));
+      markTouched(batch.net, streams.customerIdOf(event.streamId));
+    },
+    TierUpdated(event, batch) {
+      batch.later.push(() => applyTierChange(event, batch.trx));
+    },
+    EventRecorded(event, batch) {
+      const { data } = event;
+      batch.recorded.push({
+        id: data.event_id,
+        business_id: event.metadata.business_id,
+        customer_id: streams.customerIdOf(event.streamId),
+        event_type: data.event_type,
+        properties: data.properties,
+        reference: data.reference,
+        base_points: data.base_points,
+        multiplier: String(data.multiplier),
+        points_awarded: data.points_awarded,
+        balance: data.balance,
+        created_at: event.recordedAt,
+      });
+      addLedgerLine(event, batch);
+    },
+    PointsEarned: addLedgerLine,
+    PointsDeducted: addLedgerLine,
+    PointsAdjusted: addLedgerLine,
+    RewardRedeemed: addLedgerLine,
+    RedemptionCancelled: addLedgerLine,
+  },
+  async end({ trx, registered, later, tierChanges, recorded, ledger, net }) {
     await insertRows(trx, 'customers', CUSTOMER_COLUMNS, registered, {
       also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
     });
-    for (const event of profileAndTier) await applyProfileOrTier(event, trx);
+    for (const statement of later) await statement();
     await insertRows(trx, 'tier_changes', TIER_CHANGE_COLUMNS, tierChanges);
     await insertRows(trx, 'recorded_events', RECORDED_EVENT_COLUMNS, recorded);
     await insertRows(trx, 'ledger_entries', LEDGER_COLUMNS, ledger);
@@ -215,7 +180,38 @@ export const customersProjector: Projector = {
       from jsonb_to_recordset(${JSON.stringify([...net.values()])}::jsonb) as x(id text, balance bigint, earned bigint, redeemed bigint, updated_at timestamptz)
       where c.id = x.id`.execute(trx);
   },
-};
+});
+
+/** A balance change: its ledger line (none for 0 points), and the customer's net change in this batch. */
+function addLedgerLine(
+  event: ProjectedEventOf<'PointsEarned' | 'PointsDeducted' | 'PointsAdjusted' | 'EventRecorded' | 'RewardRedeemed' | 'RedemptionCancelled'>,
+  { ledger, net }: Batch,
+): void {
+  const entry = ledgerEntryFromEvent(event);
+  if (!entry) return;
+  const customerId = entry.customer_id;
+  const { earned, redeemed } = lifetimeEffect(entry);
+  const change = net.get(customerId) ?? { id: customerId, balance: 0, earned: 0, redeemed: 0, updated_at: null };
+  change.balance = entry.balance;
+  change.earned += earned;
+  change.redeemed += redeemed;
+  change.updated_at = event.recordedAt;
+  net.set(customerId, change);
+  ledger.push({
+    id: entry.id,
+    business_id: event.metadata.business_id,
+    customer_id: entry.customer_id,
+    type: entry.type,
+    amount: entry.amount,
+    balance: entry.balance,
+    base_amount: entry.base_amount,
+    multiplier: entry.multiplier === null ? null : String(entry.multiplier),
+    description: entry.description,
+    reference: entry.reference,
+    metadata: entry.metadata,
+    created_at: entry.created_at,
+  });
+}
 
 /** A profile or tier event came after the customer's last balance change: it owns `updated_at`. */
 function markTouched(net: Map<string, NetChange>, customerId: string): void {
@@ -223,52 +219,41 @@ function markTouched(net: Map<string, NetChange>, customerId: string): void {
   if (change) change.updated_at = null;
 }
 
-/** The rare events that touch a customer row other than through its balance: one statement each, in order. */
-async function applyProfileOrTier(event: StoredEvent, trx: Transaction<Database>): Promise<void> {
-  const customerId = streams.customerIdOf(event.streamId);
-  switch (event.type as EventType) {
-    case 'CustomerUpdated': {
-      const { metadata, ...fields } = event.data as EventData<'CustomerUpdated'>;
-      await trx
-        .updateTable('customers')
-        .set({
-          ...fields,
-          ...(fields.email !== undefined ? { email_lower: fields.email?.toLowerCase() ?? null } : {}),
-          ...(metadata !== undefined ? { metadata: JSON.stringify(metadata) } : {}),
-          updated_at: event.recordedAt,
-        })
-        .where('id', '=', customerId)
-        .execute();
-      return;
-    }
-    case 'TierUpgraded': {
-      const data = event.data as EventData<'TierUpgraded'>;
-      await trx
-        .updateTable('customers')
-        .set({
-          tier_id: data.new_tier.id,
-          tier: JSON.stringify({ ...data.new_tier, achieved_at: event.recordedAt.toISOString() }),
-          updated_at: event.recordedAt,
-        })
-        .where('id', '=', customerId)
-        .execute();
-      return;
-    }
-    case 'TierUpdated': {
-      // A renamed or re-weighted tier shows as such on the customers that hold it.
-      const { tier_id, ...changes } = event.data as EventData<'TierUpdated'>;
-      const shown = Object.fromEntries(
-        Object.entries({ name: changes.name, points_threshold: changes.points_threshold, multiplier: changes.multiplier, benefits: changes.benefits }).filter(
-          ([, v]) => v !== undefined,
-        ),
-      );
-      if (Object.keys(shown).length === 0) return;
-      await trx
-        .updateTable('customers')
-        .set({ tier: sql`tier || ${JSON.stringify(shown)}::jsonb` as never })
-        .where('tier_id', '=', tier_id)
-        .execute();
-      return;
-    }
-  }
+async function applyProfileChange(event: ProjectedEventOf<'CustomerUpdated'>, trx: Transaction<Database>): Promise<void> {
+  const { metadata, ...fields } = event.data;
+  await trx
+    .updateTable('customers')
+    .set({
+      ...fields,
+      ...(fields.email !== undefined ? { email_lower: fields.email?.toLowerCase() ?? null } : {}),
+      ...(metadata !== undefined ? { metadata: JSON.stringify(metadata) } : {}),
+      updated_at: event.recordedAt,
+    })
+    .where('id', '=', streams.customerIdOf(event.streamId))
+    .execute();
+}
+
+async function applyTierReached(event: ProjectedEventOf<'TierUpgraded'>, trx: Transaction<Database>): Promise<void> {
+  const { new_tier } = event.data;
+  await trx
+    .updateTable('customers')
+    .set({ tier_id: new_tier.id, tier: JSON.stringify({ ...new_tier, achieved_at: event.recordedAt.toISOString() }), updated_at: event.recordedAt })
+    .where('id', '=', streams.customerIdOf(event.streamId))
+    .execute();
+}
+
+/** A renamed or re-weighted tier shows as such on the customers that hold it. */
+async function applyTierChange(event: ProjectedEventOf<'TierUpdated'>, trx: Transaction<Database>): Promise<void> {
+  const { tier_id, ...changes } = event.data;
+  const shown = Object.fromEntries(
+    Object.entries({ name: changes.name, points_threshold: changes.points_threshold, multiplier: changes.multiplier, benefits: changes.benefits }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  );
+  if (Object.keys(shown).length === 0) return;
+  await trx
+    .updateTable('customers')
+    .set({ tier: sql`tier || ${JSON.stringify(shown)}::jsonb` })
+    .where('tier_id', '=', tier_id)
+    .execute();
 }

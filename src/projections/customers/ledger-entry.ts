@@ -1,5 +1,5 @@
 import { streams } from '../../events/streams.js';
-import type { EventData } from '../../events/catalogue.js';
+import type { Decoded } from '../../events/decode.js';
 import type { StoredEvent } from '../../store/event-store.js';
 import type { LedgerType } from '../../db/schema.js';
 
@@ -21,14 +21,8 @@ export interface LedgerEntry {
   created_at: Date;
 }
 
-export const LEDGER_EVENT_TYPES = new Set([
-  'PointsEarned',
-  'PointsDeducted',
-  'PointsAdjusted',
-  'EventRecorded',
-  'RewardRedeemed',
-  'RedemptionCancelled',
-]);
+/** What a ledger line is made from: a decoded event's stream, type, data and time. */
+export type LedgerSource = Decoded<Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'recordedAt'>>;
 
 /** The fields of a line that come from the event's data. */
 type LineFields = Omit<LedgerEntry, 'customer_id' | 'created_at' | 'base_amount' | 'multiplier'> &
@@ -38,7 +32,7 @@ type LineFields = Omit<LedgerEntry, 'customer_id' | 'created_at' | 'base_amount'
  * One literal with every key, in one order: cheap to build (a rebuild makes a million of them; a
  * spread of a shared part whose keys are then overridden costs V8 about 100 times as much).
  */
-function line(event: StoredEvent, f: LineFields): LedgerEntry {
+function line(event: LedgerSource, f: LineFields): LedgerEntry {
   return {
     customer_id: streams.customerIdOf(event.streamId),
     created_at: event.recordedAt,
@@ -58,27 +52,37 @@ function line(event: StoredEvent, f: LineFields): LedgerEntry {
  * The ledger line a balance-changing event makes, or null when it moves no points (a 0-point
  * event, an achievement that costs nothing). The projector stores exactly this.
  */
-export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
+export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
   switch (event.type) {
-    case 'PointsEarned':
-    case 'PointsDeducted':
-    case 'PointsAdjusted': {
-      const data = event.data as EventData<'PointsEarned'> | EventData<'PointsDeducted'>;
-      const type = ({ PointsEarned: 'earn', PointsDeducted: 'deduct', PointsAdjusted: 'adjust' } as const)[event.type];
+    case 'PointsEarned': {
+      const { data } = event;
       return line(event, {
         id: data.transaction_id,
-        type,
+        type: 'earn',
         amount: data.amount,
         balance: data.balance,
-        base_amount: 'base_amount' in data ? data.base_amount : null,
-        multiplier: 'multiplier' in data ? data.multiplier : null,
+        base_amount: data.base_amount,
+        multiplier: data.multiplier,
+        description: data.description,
+        reference: data.reference,
+        metadata: data.metadata,
+      });
+    }
+    case 'PointsDeducted':
+    case 'PointsAdjusted': {
+      const { data } = event;
+      return line(event, {
+        id: data.transaction_id,
+        type: event.type === 'PointsDeducted' ? 'deduct' : 'adjust',
+        amount: data.amount,
+        balance: data.balance,
         description: data.description,
         reference: data.reference,
         metadata: data.metadata,
       });
     }
     case 'EventRecorded': {
-      const data = event.data as EventData<'EventRecorded'>;
+      const { data } = event;
       if (data.points_awarded === 0) return null;
       return line(event, {
         id: data.event_id,
@@ -93,7 +97,7 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
       });
     }
     case 'RewardRedeemed': {
-      const data = event.data as EventData<'RewardRedeemed'>;
+      const { data } = event;
       if (data.points_cost === 0) return null;
       return line(event, {
         id: data.redemption_id,
@@ -106,7 +110,7 @@ export function ledgerEntryFromEvent(event: StoredEvent): LedgerEntry | null {
       });
     }
     case 'RedemptionCancelled': {
-      const data = event.data as EventData<'RedemptionCancelled'>;
+      const { data } = event;
       if (data.points_cost === 0) return null;
       return line(event, {
         id: data.transaction_id,
