@@ -14,12 +14,14 @@ export function registerAuditCommands(program: Command, kit: CliKit): void {
     .command('verify')
     .description('check every hash chain, fold every customer stream again and diff it against the read models (exit 1 on any problem)')
     .option('--customer <id>', 'only this customer')
-    .action((opts: { customer?: string }) =>
+    .option('--json', 'print one JSON object: {clean, events, streams, customers, breaks, drifts}')
+    .action((opts: { customer?: string; json?: boolean }) =>
       kit.withServices(async (services) => {
         if (opts.customer !== undefined) await assertCustomerExists(services.store, opts.customer, kit);
         const report = await auditStore(services.db, services.store, { customerId: opts.customer });
-        process.stdout.write(`${formatAuditReport(report)}\n`);
-        if (!auditIsClean(report)) process.exitCode = 1;
+        const clean = auditIsClean(report);
+        process.stdout.write(opts.json ? `${JSON.stringify({ clean, ...report })}\n` : `${formatAuditReport(report)}\n`);
+        if (!clean) process.exitCode = 1;
       }),
     );
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
 import pino from 'pino';
 import { PERMISSIONS, type Permission } from '../events/permissions.js';
@@ -14,6 +15,10 @@ import { registerProjectionCommands } from './projection-commands.js';
 import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js';
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
 import { cliContext } from './cli-context.js';
+import { textTable } from './text-table.js';
+
+/** The package's version (package.json sits two folders up from src/cli and from dist/cli). */
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
 
@@ -52,6 +57,7 @@ async function resolveBusiness(services: Services, requested: string | undefined
 export function buildProgram(): Command {
   const program = new Command('loyalty')
     .description('Loyalty points service: an event-sourced ledger with an HTTP API.')
+    .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
@@ -93,6 +99,7 @@ export function buildProgram(): Command {
   const businesses = program.command('businesses').description('manage businesses (tenants)');
   businesses
     .command('create')
+    .description('add a business and print its first private and public keys, once')
     .requiredOption('--name <name>', 'name of the business')
     .addOption(planOption())
     .option('--json', 'print one JSON object: {business_id, private_key, public_key}')
@@ -104,6 +111,7 @@ export function buildProgram(): Command {
     );
   businesses
     .command('list')
+    .description('every business with its plan')
     .option('--json', 'print a JSON array')
     .action((opts: { json?: boolean }) =>
       withServices(async (services) => {
@@ -113,7 +121,7 @@ export function buildProgram(): Command {
           plan: b.plan,
           created_at: b.created_at.toISOString(),
         }));
-        print(!!opts.json, rows, rows.map((b) => `${b.id}  ${b.plan.padEnd(9)}  ${b.name}`).join('\n') || 'No businesses.');
+        print(!!opts.json, rows, textTable(rows, { id: 'ID', plan: 'PLAN', created_at: 'CREATED', name: 'NAME' }, 'No businesses.'));
       }),
     );
 
@@ -138,6 +146,7 @@ export function buildProgram(): Command {
   const keys = program.command('keys').description('manage API keys');
   keys
     .command('create')
+    .description('create an API key and print it, once (only its hash is stored)')
     .addOption(new Option('--type <type>', 'key type').choices(['private', 'public']).makeOptionMandatory())
     .option('--permissions <list>', `comma-separated subset of: ${PERMISSIONS.join(', ')}`)
     .option('--name <name>', 'a label for the key')
@@ -165,6 +174,7 @@ export function buildProgram(): Command {
     );
   keys
     .command('list')
+    .description('every API key with its permissions and state (never the keys themselves)')
     .option('--business <id>', 'only this business')
     .option('--json', 'print a JSON array')
     .action((opts: { business?: string; json?: boolean }) =>
@@ -181,14 +191,14 @@ export function buildProgram(): Command {
             created_at: k.created_at.toISOString(),
             revoked_at: k.revoked_at?.toISOString() ?? null,
           }));
-        const text = rows
-          .map((k) => `${k.id}  ${k.business_id}  ${k.type.padEnd(7)}  ${k.key_hint}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.name ?? ''}`)
-          .join('\n');
-        print(!!opts.json, rows, text || 'No keys.');
+        const shown = rows.map((k) => ({ ...k, state: k.revoked_at ? 'revoked' : 'active' }));
+        const columns = { id: 'ID', business_id: 'BUSINESS', type: 'TYPE', key_hint: 'HINT', state: 'STATE', permissions: 'PERMISSIONS', name: 'NAME' };
+        print(!!opts.json, rows, textTable(shown, columns, 'No keys.'));
       }),
     );
   keys
     .command('revoke <key_id>')
+    .description('revoke an API key: refused on its next request')
     .option('--force', 'revoke it even if it is the business’s last active private key with keys:write')
     .action((keyId: string, opts: { force?: boolean }) =>
       withServices(async (services) => {

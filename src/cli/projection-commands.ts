@@ -25,7 +25,8 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
     );
 
   projections
-    .command('rebuild [name]')
+    .command('rebuild')
+    .argument('[name]', `one projector: ${PROJECTORS.filter((p) => !p.reactor).map((p) => p.name).join(', ')} (the webhooks reactor is never rebuilt)`)
     .description('replay the log into fresh tables and swap them in while the service keeps serving (all projectors but the webhooks reactor when NAME is omitted)')
     .action((name: string | undefined) =>
       kit.withServices(

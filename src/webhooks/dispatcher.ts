@@ -49,7 +49,10 @@ interface Claimed {
  * attempt and schedules the next one. A crash between sending and recording means one more
  * delivery with the same `webhook-id`, never a lost message.
  */
+export type AttemptOutcome = 'delivered' | 'retry_scheduled' | 'failed';
+
 export class WebhookDispatcher {
+  private readonly attemptListeners: Array<(outcome: AttemptOutcome) => void> = [];
   private readonly now: () => Date;
   private readonly fetch: typeof fetch;
   private readonly loop: BackgroundLoop;
@@ -194,7 +197,13 @@ export class WebhookDispatcher {
         .where('id', '=', message.id)
         .execute();
     });
+    for (const listener of this.attemptListeners) listener(outcome === 'pending' ? 'retry_scheduled' : outcome);
     if (statusCode === 410) await this.options.onGone(message.webhook_id);
+  }
+
+  /** Calls `listener` after each recorded attempt with its outcome (metrics count them). */
+  onAttempt(listener: (outcome: AttemptOutcome) => void): void {
+    this.attemptListeners.push(listener);
   }
 }
 

@@ -70,6 +70,13 @@ describe.sequential('loyalty audit and loyalty projections', () => {
     );
   });
 
+  it('audit verify --json: one JSON object with the drift, exit 1', async () => {
+    const run = await runCli(['audit', 'verify', '--json'], store);
+    expect(run.code, run.stderr).toBe(1);
+    const report = JSON.parse(run.stdout);
+    expect(report).toMatchObject({ clean: false, customers: 1, breaks: [], drifts: [{ customerId: customer, field: 'lifetime_redeemed', log: 30, readModel: 7 }] });
+  });
+
   it('projections rebuild repairs it, and audit verify then exits 0 with one line', async () => {
     const rebuild = await runCli(['projections', 'rebuild', 'customers'], store);
     expect(rebuild.code, rebuild.stderr).toBe(0);

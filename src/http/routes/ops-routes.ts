@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Services } from '../../services.js';
 import type { AppEnv } from '../env.js';
 
@@ -33,7 +33,8 @@ export interface Metrics {
 
 /**
  * The metrics of this process: request latency by route and status (and requests per process),
- * projection lag and events, webhook queue depth. In a cluster the primary sums every child's
+ * projection lag and events, webhook queue depth, webhook attempts by outcome, 429s, idempotent
+ * replays, and prom-client's process and Node defaults. In a cluster the primary sums every child's
  * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
  * read from the database, the same in every process, take the largest value instead of a sum.
  */
@@ -87,6 +88,21 @@ export function createMetrics(services: Services): Metrics {
   for (const runner of services.projections.runners) {
     runner.onApplied((count) => eventsProjected.inc({ projection: runner.name }, count));
   }
+  const deliveries = new Counter({
+    name: 'loyalty_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retry_scheduled, failed (retries exhausted or 410)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  services.dispatcher.onAttempt((outcome) => deliveries.inc({ outcome }));
+  const rateLimited = new Counter({ name: 'loyalty_rate_limited_requests_total', help: 'Requests answered 429 rate_limited', registers: [registry] });
+  const replays = new Counter({
+    name: 'loyalty_idempotent_replays_total',
+    help: 'Requests answered with the stored answer of an earlier one with the same Idempotency-Key',
+    registers: [registry],
+  });
+  // Process and Node figures (CPU, memory, event-loop lag, GC, handles), prefixed like ours.
+  collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
 
   const measure = createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now();
@@ -94,6 +110,8 @@ export function createMetrics(services: Services): Metrics {
     const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
     requestDuration.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
     requestsByProcess.inc({ pid });
+    if (c.res.status === 429) rateLimited.inc();
+    if (c.res.headers.get('Idempotent-Replayed') === 'true') replays.inc();
   });
   return { registry, measure };
 }

@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver } from '../support/webhook-receiver.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/** The value of one sample of the Prometheus text, 0 when absent. */
+function sample(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : 0;
+}
+
+describe('/metrics counters for operators', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ config: { webhookAllowPrivate: true, rateLimitRps: 1, rateLimitBurst: 30 } });
+  });
+  afterAll(() => t.close());
+  const metrics = async () => (await t.app.request('/metrics')).text();
+
+  it('has the process and Node defaults', async () => {
+    const text = await metrics();
+    for (const name of ['loyalty_process_cpu_seconds_total', 'loyalty_process_resident_memory_bytes', 'loyalty_nodejs_eventloop_lag_seconds']) {
+      expect(text).toContain(`\n${name} `);
+    }
+  });
+
+  it('counts idempotent replays, webhook attempts by outcome and rate-limited requests', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { private_key: key } = await t.business();
+      expect((await t.request('POST', '/api/v1/webhooks', { key, body: { url: receiver.url, events: ['customer.created'] } })).status).toBe(201);
+      const create = () => t.request('POST', '/api/v1/customers', { key, body: { email: 'metrics@example.com' }, headers: { 'Idempotency-Key': 'm-1' } });
+      expect((await create()).status).toBe(201);
+      expect((await create()).headers.get('Idempotent-Replayed')).toBe('true');
+      expect(sample(await metrics(), 'loyalty_idempotent_replays_total')).toBe(1);
+      await expect.poll(async () => sample(await metrics(), 'loyalty_webhook_deliveries_total{outcome="delivered"}'), { timeout: 10_000 }).toBe(1);
+
+      const answers = await Promise.all(Array.from({ length: 40 }, () => t.request('GET', '/api/v1/tiers', { key })));
+      const refused = answers.filter((a) => a.status === 429).length;
+      expect(refused).toBeGreaterThan(0);
+      expect(sample(await metrics(), 'loyalty_rate_limited_requests_total')).toBe(refused);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
