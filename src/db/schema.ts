@@ -252,6 +252,16 @@ export interface AggregateSnapshotsTable {
   taken_at: Timestamp;
 }
 
+/** Points moved per business and UTC day (`daily-points` projector). */
+export interface DailyPointsTable {
+  business_id: string;
+  /** `YYYY-MM-DD` (a `date` column, read back as text). */
+  day: string;
+  issued: number;
+  redeemed: number;
+  expired: number;
+}
+
 export interface Database {
   events: EventsTable;
   streams: StreamsTable;
@@ -273,6 +283,7 @@ export interface Database {
   webhook_messages: WebhookMessagesTable;
   webhook_attempts: WebhookAttemptsTable;
   rate_limit_buckets: RateLimitBucketsTable;
+  daily_points: DailyPointsTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;

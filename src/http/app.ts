@@ -27,6 +27,10 @@ import { redemptionRoutes } from './routes/redemption-routes.js';
 import { rewardRoutes } from './routes/reward-routes.js';
 import { tierRoutes } from './routes/tier-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { customerAuditRoutes } from './routes/customer-audit-routes.js';
+import { meRoutes } from './routes/me-routes.js';
+import { rulePreviewRoutes } from './routes/rule-preview-routes.js';
+import { statsRoutes } from './routes/stats-routes.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -105,6 +109,10 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.route('/api/v1', redemptionRoutes);
   app.route('/api/v1', eventRoutes);
   app.route('/api/v1', webhookRoutes);
+  app.route('/api/v1', meRoutes);
+  app.route('/api/v1', statsRoutes);
+  app.route('/api/v1', rulePreviewRoutes);
+  app.route('/api/v1', customerAuditRoutes);
 
   app.notFound(notFoundHandler(() => app.routes));
   app.onError((error, c) => {

@@ -6,12 +6,13 @@ import { accessProjector } from './access/access-projector.js';
 import { catalogProjector } from './catalog/catalog-projector.js';
 import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
+import { dailyPointsProjector } from './stats/daily-points-projector.js';
 import { webhooksProjector } from '../webhooks/webhooks-projector.js';
 import { CheckpointWatcher } from './checkpoint-watcher.js';
 import type { ProjectorTrack } from './projector-track.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
-export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, webhooksProjector];
+export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, dailyPointsProjector, webhooksProjector];
 
 /**
  * All read models of the service, kept current by ONE runner: one read of the log per batch, every
