@@ -5,6 +5,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Services } from '../services.js';
+import { registerDashboard } from './dashboard-routes.js';
 import { registerDocs } from './docs-routes.js';
 import type { AppEnv } from './env.js';
 import { errorResponse, toApiError } from './error-response.js';
@@ -77,6 +78,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   const ops = registerOps(app, services, options.metrics, options.metricsText);
   app.use('*', ops.measure);
   registerDocs(app);
+  registerDashboard(app);
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
   app.use('/api/v1/*', authenticate);
