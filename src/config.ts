@@ -25,6 +25,12 @@ export interface Config {
   /** The same for each public key, whose bucket every browser visitor using it shares. */
   publicRateLimitRps: number;
   publicRateLimitBurst: number;
+  /**
+   * How long a claim (an Idempotency-Key being answered, a webhook message being delivered) holds
+   * while the process holding it is alive but silent; the claims of a process that died are taken
+   * over at once (`LOYALTY_CLAIM_LEASE_MS`).
+   */
+  claimLeaseMs: number;
   /** LOYALTY_PROCESSES: HTTP processes of `loyalty serve` on a PostgreSQL server; unset: one per core (see `--processes`). */
   processes: number | undefined;
 }
@@ -46,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: intSetting(env, 'LOYALTY_RYW_TIMEOUT_MS', 5000, { max: 2_147_483_647 }),
     databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
+    claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,
     rateLimitBurst,

@@ -66,6 +66,15 @@ export const errors = {
       ...headers,
       'Retry-After': String(retryAfterSeconds),
     }),
+  /** The store stopped answering while a write was committing (CONTRACT.md §12): a retry with the key learns what happened. */
+  outcomeUnknown: () =>
+    new ApiError(
+      503,
+      'unavailable',
+      'The store stopped answering while this write was being committed, so it may or may not have been applied. Retry with the same Idempotency-Key to receive its outcome.',
+      {},
+      { 'Retry-After': '1' },
+    ),
   unavailable: () =>
     new ApiError(503, 'unavailable', 'A store is unreachable. Nothing was written; retry later.', {}, {
       'Retry-After': '1',

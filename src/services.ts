@@ -14,15 +14,18 @@ import type { Config } from './config.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
+import { ProcessMark } from './db/process-mark.js';
 import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
+import { PROJECTORS } from './projectors.js';
 import { statsQueries } from './projections/stats/stats-queries.js';
 import { openEventStore } from './store/open-event-store.js';
 import { webhookCommands } from './commands/webhook/webhook-commands.js';
 import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
 import { webhookSecrets } from './webhooks/secrets.js';
+import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
 
 export interface ServicesOptions {
@@ -63,9 +66,10 @@ export async function createServices(options: ServicesOptions) {
     unlock();
     throw error;
   }
+  const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
-  const projections = new Projections(database.db, store, {
+  const projections = new Projections(database.db, store, PROJECTORS, {
     logger,
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
@@ -73,12 +77,14 @@ export async function createServices(options: ServicesOptions) {
   const access = accessQueries(database.db);
   const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
   const secrets = webhookSecrets(database.db);
-  const webhooks = webhookCommands(deps, { secrets, allowPrivate: config.webhookAllowPrivate });
+  const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
   const dispatcher = new WebhookDispatcher(database.db, {
     secrets,
     allowPrivate: config.webhookAllowPrivate,
     logger,
     onGone: (webhookId) => webhooks.disableGone(webhookId, new Date()),
+    holder: processMark.id,
+    claimMs: config.claimLeaseMs,
     ...options.dispatcher,
   });
   if (options.runProjections) {
@@ -91,6 +97,7 @@ export async function createServices(options: ServicesOptions) {
     logger,
     database,
     db: database.db,
+    processMark,
     store,
     projections,
     commands: {
@@ -115,6 +122,7 @@ export async function createServices(options: ServicesOptions) {
       await dispatcher.stop();
       await projections.stop();
       await eventLog.close();
+      await processMark.close();
       await database.close();
       unlock();
     },

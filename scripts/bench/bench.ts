@@ -13,6 +13,8 @@
  *   BENCH_CUSTOMERS       distinct customers the earn and summary loads spread over (1000)
  *   BENCH_REBUILD_EVENTS  events in the log that `loyalty projections rebuild` replays (1000000)
  *   BENCH_ONLY=rebuild    only the projection rebuild row (no pgbench, no server)
+ *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
+ *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
  *   BENCH_SERVER=source   run the server as `node --import tsx src/cli.ts` instead of building dist/
  *   BENCH_LOG_LEVEL       the server's LOG_LEVEL (default: the service's own default)
  *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
@@ -27,7 +29,7 @@ import { promisify } from 'node:util';
 import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
 import { type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { snapshotStore } from '../../src/commands/snapshot-store.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { openDatabase } from '../../src/db/database.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { summarizeProfile } from './cpu-profile.js';
@@ -126,7 +128,13 @@ async function main() {
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
   }
-  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the only scenario that runs alone is 'rebuild'`);
+  if (settings.only === 'processes') {
+    await processesOnly(tmp);
+    machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    printReport(machine, null, (performance.now() - started) / 1000);
+    return;
+  }
+  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild' and 'processes'`);
 
   // 1. The PostgreSQL ceiling for the smallest append.
   log(`pgbench: 32 clients, ${settings.pgbenchSeconds} s, 100,000 streams`);
@@ -205,42 +213,18 @@ async function main() {
   await markRss('half rate');
 
   // Row 3: one hot customer.
-  const [hot] = await api.createCustomers(1, 'hot');
-  const before = await api.balance(hot!);
-  log(`earn, one hot customer, 32 connections, ${settings.shortSeconds} s`);
-  const hotRun = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds });
-  await quiesce(dbName); // requests still in flight when autocannon stopped finish, and are projected
-  const after = await api.balance(hot!);
-  const logged = await withClient(
-    async (c) =>
-      (
-        await c.query<{ n: number; points: number }>(
-          `select count(*)::int as n, coalesce(sum((data->>'amount')::int), 0)::int as points from events where stream_id = $1 and type = 'PointsEarned'`,
-          [streams.customer(hot!)],
-        )
-      ).rows[0]!,
-    dbName,
-  );
-  // Exact: the balance is the sum of the earn events in the log, and every answered earn is one of
-  // them (a few more may have been in flight when the load stopped: at most one per connection).
-  const inFlight = logged.n - hotRun.ok;
-  const exact = after === before + logged.points && logged.points === logged.n && inFlight >= 0 && inFlight <= 32 + hotRun.non2xx;
-  rows.push({
-    scenario: `one hot customer, 32 connections, ${hotRun.seconds} s`,
-    measured:
-      `${fmt(hotRun.okPerSecond)} earns/s (p50 ${ms(hotRun.p50)}, p99 ${ms(hotRun.p99)}); balance ${fmt(after)} = ${fmt(logged.n)} earn events in the log ` +
-      `(${fmt(hotRun.ok)} answered 201 + ${fmt(inFlight)} in flight at stop): ${exact ? 'exact' : 'NOT EXACT'}${describeErrors(hotRun)}`,
-    target: '≥ 400 earns/s, final balance exact',
-    ratio: ratio(hotRun.okPerSecond),
-    pass: hotRun.okPerSecond >= 400 && exact,
-  });
+  const single = await hotCustomer(server.url, keys, dbName, 'one hot customer, 32 connections');
+  rows.push({ ...single.row, target: '≥ 400 earns/s, final balance exact', pass: single.run.okPerSecond >= 400 && single.exact });
 
   await markRss('hot customer');
 
-  // Row 4: a customer with a long history, seeded while the server is down (so its memory holds
-  // nothing of that customer), then loaded the way it would be after any restart.
+  // Rows 3b and 3c: the same database served by several HTTP processes (`serve --processes`).
   const [fresh, long] = await api.createCustomers(2, 'history');
   await server.stop();
+  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single.run.okPerSecond, full.okPerSecond, ratio)));
+
+  // Row 4: a customer with a long history, seeded while the server is down (so its memory holds
+  // nothing of that customer), then loaded the way it would be after any restart.
   const n = settings.historyEvents;
   log(`server stopped; seeding ${fmt(n)} PointsEarned events on ${long} (the service's decider, event store and snapshot store)`);
   const t1 = performance.now();
@@ -323,6 +307,115 @@ async function rebuildRow(): Promise<Row> {
     ratio: '—',
     pass: r.eventsPerSecond >= 20_000 && r.check.exact,
   };
+}
+
+/**
+ * One hot customer (32 connections) on the server at `baseUrl`, and whether its balance is exact:
+ * the sum of the earn events in the log, every answered earn one of them (a few more may have been
+ * in flight when the load stopped: at most one per connection).
+ */
+async function hotCustomer(baseUrl: string, keys: Keys, dbName: string, label: string): Promise<{ run: LoadResult; exact: boolean; row: Row }> {
+  const api = new Api(baseUrl, keys.private_key);
+  const [hot] = await api.createCustomers(1, `hot-${rows.length}`);
+  const before = await api.balance(hot!);
+  log(`earn, ${label}, ${settings.shortSeconds} s`);
+  const run = await earnLoad({ baseUrl, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds });
+  await quiesce(dbName); // requests still in flight when autocannon stopped finish, and are projected
+  const after = await api.balance(hot!);
+  const logged = await withClient(
+    async (c) =>
+      (
+        await c.query<{ n: number; points: number }>(
+          `select count(*)::int as n, coalesce(sum((data->>'amount')::int), 0)::int as points from events where stream_id = $1 and type = 'PointsEarned'`,
+          [streams.customer(hot!)],
+        )
+      ).rows[0]!,
+    dbName,
+  );
+  const inFlight = logged.n - run.ok;
+  const exact = after === before + logged.points && logged.points === logged.n && inFlight >= 0 && inFlight <= 32 + run.non2xx;
+  const measured =
+    `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)}); balance ${fmt(after)} = ${fmt(logged.n)} earn events in the log ` +
+    `(${fmt(run.ok)} answered 201 + ${fmt(inFlight)} in flight at stop): ${exact ? 'exact' : 'NOT EXACT'}${describeErrors(run)}`;
+  return { run, exact, row: { scenario: `${label}, ${run.seconds} s`, measured, target: '', ratio: '', pass: null } };
+}
+
+/**
+ * Rows 3b and 3c (issue 12): `serve --processes 2` with one hot customer against the single
+ * process's row, and spread earns with the default processes (one per core) against row 1's
+ * single process. Each cluster is started on the same database and stopped after its row.
+ */
+async function severalProcesses(
+  store: Store,
+  keys: Keys,
+  dbName: string,
+  customers: string[],
+  tmp: string,
+  hotSingle: number,
+  spreadSingle: number,
+  ratio: (n: number) => string,
+): Promise<Row[]> {
+  const out: Row[] = [];
+  const two = await ServerProcess.start({ store, processes: 2, logFile: path.join(tmp, 'server-2-processes.log') });
+  try {
+    log(`server with 2 HTTP processes (serve --processes 2) at ${two.url}`);
+    await earnLoad({ baseUrl: two.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+    const hot = await hotCustomer(two.url, keys, dbName, 'one hot customer over 2 HTTP processes (`serve --processes 2`), 32 connections');
+    const vsOne = hot.run.okPerSecond / hotSingle;
+    out.push({
+      ...hot.row,
+      measured: `${hot.row.measured}; ${fmt(vsOne, 2)}× the single process`,
+      target: `≥ 1.0 × the single process (${fmt(hotSingle)}/s), 0 non-2xx, balance exact`,
+      ratio: ratio(hot.run.okPerSecond),
+      pass: vsOne >= 1 && hot.exact && hot.run.non2xx === 0 && hot.run.errors === 0,
+    });
+  } finally {
+    await two.stop();
+  }
+  const perCore = await ServerProcess.start({ store, processes: 'default', logFile: path.join(tmp, 'server-default-processes.log') });
+  try {
+    const cores = os.availableParallelism();
+    log(`server with the default processes (${cores} HTTP, one per core) at ${perCore.url}`);
+    await earnLoad({ baseUrl: perCore.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+    log(`earn, distinct customers, default processes, 64 connections, ${settings.seconds} s`);
+    const run = await earnLoad({ baseUrl: perCore.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
+    const vsOne = run.okPerSecond / spreadSingle;
+    out.push({
+      scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, default processes (\`serve\`: ${cores} HTTP processes, one per core), 64 connections, ${run.seconds} s`,
+      measured: `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)}); ${fmt(vsOne, 2)}× \`--processes 1\` (row 1)${describeErrors(run)}`,
+      target: 'printed beside row 1 (no target of its own)',
+      ratio: ratio(run.okPerSecond),
+      pass: null,
+    });
+  } finally {
+    await perCore.stop();
+  }
+  return out;
+}
+
+/** BENCH_ONLY=processes: rows 1 and 3 on one HTTP process, then rows 3b and 3c on several. */
+async function processesOnly(tmp: string): Promise<void> {
+  const dbName = await createDatabase('processes');
+  cleanups.push(() => dropDatabase(dbName));
+  const store: Store = { databaseUrl: databaseUrl(dbName) };
+  const keys = await initStore(store);
+  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-1-process.log') });
+  cleanups.push(() => server.stop());
+  const customers = await new Api(server.url, keys.private_key).createCustomers(settings.customers, 'load');
+  await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+  log(`earn, distinct customers, 1 HTTP process, 64 connections, ${settings.seconds} s`);
+  const spread = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
+  rows.push({
+    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, 1 HTTP process, 64 connections, ${spread.seconds} s`,
+    measured: `${fmt(spread.okPerSecond)} earns/s (p50 ${ms(spread.p50)}, p99 ${ms(spread.p99)})${describeErrors(spread)}`,
+    target: '—',
+    ratio: '—',
+    pass: null,
+  });
+  const single = await hotCustomer(server.url, keys, dbName, 'one hot customer, 1 HTTP process, 32 connections');
+  rows.push({ ...single.row, target: 'final balance exact', ratio: '—', pass: single.exact });
+  await server.stop();
+  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single.run.okPerSecond, spread.okPerSecond, () => '—')));
 }
 
 /** Row 4: p50 of sequential earns on a customer with a long history, against a fresh customer's. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { withMetadata } from '../../src/commands/aggregate.js';
 import { type CustomerCommand, type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { openDatabase } from '../../src/db/database.js';
 import { newId } from '../../src/ids.js';
 import type { AppendWrite } from '../../src/store/event-store.js';

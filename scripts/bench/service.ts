@@ -74,8 +74,9 @@ export interface ServerOptions {
   /**
    * HTTP processes (`serve --processes`); default 1, the rows measured so far (on PostgreSQL `serve`
    * would otherwise fork one per core, and `pid`, `rssMb` and `--cpu-prof` would see the primary only).
+   * `default`: no flag, as `npm start` runs it (one per core on a PostgreSQL server).
    */
-  processes?: number;
+  processes?: number | 'default';
   /** Where the server's stdout and stderr go. */
   logFile: string;
 }
@@ -96,7 +97,8 @@ export class ServerProcess {
     // The server writes its logs straight into the file (no pipe through the bench process, which
     // is busy generating load); its first lines tell the port it listens on.
     const out = openSync(options.logFile, 'a');
-    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', '--processes', String(options.processes ?? 1)], {
+    const processes = options.processes === 'default' ? [] : ['--processes', String(options.processes ?? 1)];
+    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes], {
       cwd: REPO_ROOT,
       env: {
         ...storeEnv(options.store),

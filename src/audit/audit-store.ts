@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { streams } from '../commands/streams.js';
+import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
 import { customersProjector } from '../projections/customers/customers-projector.js';
 import { compareCheckpoints, type EventStore, START, type StoredEvent } from '../store/event-store.js';

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { auditIsClean, formatAuditReport } from '../audit/audit-report.js';
 import { auditStore } from '../audit/audit-store.js';
 import { formatStatement, replayCustomer } from '../audit/replay-customer.js';
-import { streams } from '../commands/streams.js';
+import { streams } from '../events/streams.js';
 import type { EventStore, StoredEvent } from '../store/event-store.js';
 import type { CliKit } from './cli-kit.js';
 

@@ -1,6 +1,6 @@
 import { Argument, Command, Option } from 'commander';
 import pino from 'pino';
-import { PERMISSIONS, type Permission } from '../commands/api-key/permissions.js';
+import { PERMISSIONS, type Permission } from '../events/permissions.js';
 import { PLAN_LIMITS } from '../commands/business/business-decider.js';
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrations.js';

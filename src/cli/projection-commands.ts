@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { counted } from '../plural.js';
 import { formatProjectionStatus, projectionStatus } from '../projections/projection-status.js';
-import { PROJECTORS } from '../projections/projections.js';
+import { PROJECTORS } from '../projectors.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import type { CliKit } from './cli-kit.js';
 import { rebuildProgressBar } from './progress-bar.js';
@@ -17,7 +17,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
     .action((opts: { json?: boolean }) =>
       kit.withServices(
         async (services) => {
-          const statuses = await projectionStatus(services.db, services.store);
+          const statuses = await projectionStatus(services.db, services.store, PROJECTORS);
           process.stdout.write(opts.json ? `${JSON.stringify(statuses)}\n` : `${formatProjectionStatus(statuses)}\n`);
         },
         { catchUp: false },

@@ -90,7 +90,14 @@ export class StateCache {
     appended.then(
       () => {
         if (entry.superseded) return;
-        if (this.entries.get(stream) === entry) this.entries.set(stream, { state, revision });
+        const current = this.entries.get(stream);
+        if (current === entry) this.entries.set(stream, { state, revision });
+        // A later append of the chain is still queued: its baseline moves up to this commit, or a
+        // stream that is never idle would keep the baseline of the chain's start, and every
+        // decision made again on it would read and fold everything since (`baseline`).
+        else if (current?.pending && order(current.revision) > revision && order(current.committed?.revision ?? 'no_stream') < revision) {
+          current.committed = { state, revision };
+        }
         this.snapshotIfDue(stream, state, revision);
       },
       () => {

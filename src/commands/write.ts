@@ -1,4 +1,4 @@
-import { type AppendResult, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
+import { type AppendReceipt, type AppendResult, type AppendWrite, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
 import { type DecidedWrite, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
 import { retryOnConflict } from './retry-on-conflict.js';
@@ -7,6 +7,11 @@ import { retryOnConflict } from './retry-on-conflict.js';
 export interface Written {
   writes: DecidedWrite[];
   position: Checkpoint;
+}
+
+export interface WriteOptions {
+  /** The request's answer from the writes as finally decided, stored with the append (`AppendOptions.receipt`). */
+  receipt?: ((writes: AppendWrite[]) => AppendReceipt | undefined) | undefined;
 }
 
 /** Writes decided and queued for appending (not yet committed). */
@@ -29,9 +34,14 @@ interface Queued {
  * expected revision would not notice that a writer elsewhere took the revision a failed one would
  * have produced. The change then awaits its own append, and read-your-writes, without the locks.
  */
-export async function write(deps: CommandDeps, lockKeys: string[], decide: (load: Load) => Promise<DecidedWrite[]>): Promise<Written | null> {
+export async function write(
+  deps: CommandDeps,
+  lockKeys: string[],
+  decide: (load: Load) => Promise<DecidedWrite[]>,
+  options: WriteOptions = {},
+): Promise<Written | null> {
   const written = await retryOnConflict(async () => {
-    const queue = () => decideAndQueue(deps, decide, true);
+    const queue = () => decideAndQueue(deps, decide, options, true);
     const locked = lockKeys.reduceRight<typeof queue>((inner, key) => () => deps.locks.run(key, inner), queue);
     const queued = await locked();
     if (!queued) return null;
@@ -47,7 +57,12 @@ export async function write(deps: CommandDeps, lockKeys: string[], decide: (load
   return written;
 }
 
-async function decideAndQueue(deps: CommandDeps, decide: (load: Load) => Promise<DecidedWrite[]>, trust: boolean): Promise<Queued | null> {
+async function decideAndQueue(
+  deps: CommandDeps,
+  decide: (load: Load) => Promise<DecidedWrite[]>,
+  options: WriteOptions,
+  trust: boolean,
+): Promise<Queued | null> {
   let optimistic = false;
   const after = new Set<Promise<AppendResult>>();
   const load: Load = async (stream, decider) => {
@@ -61,11 +76,11 @@ async function decideAndQueue(deps: CommandDeps, decide: (load: Load) => Promise
     writes = await decide(load);
   } catch (error) {
     // No append checks a refusal: one decided on memory alone is confirmed on the store's state.
-    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndQueue(deps, decide, false);
+    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndQueue(deps, decide, options, false);
     throw error;
   }
   // Nor deciding nothing.
-  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(deps, decide, false) : null;
+  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(deps, decide, options, false) : null;
   const queued = { writes } as Queued;
   let cached: Array<{ superseded?: boolean }> = [];
   // Where the store finds a stream moved (another process wrote), it asks for the decision again
@@ -77,7 +92,8 @@ async function decideAndQueue(deps: CommandDeps, decide: (load: Load) => Promise
     cached = cacheQueued(deps, again, queued, { replace: true });
     return again;
   };
-  queued.appended = deps.store.append(writes, { after: [...after], redecide });
+  const { receipt } = options;
+  queued.appended = deps.store.append(writes, { after: [...after], redecide, receipt: receipt && (() => receipt(queued.writes)) });
   cached = cacheQueued(deps, writes, queued);
   return queued;
 }

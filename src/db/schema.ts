@@ -1,26 +1,10 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
-import type { LedgerType } from '../projections/customers/ledger-entry.js';
 
-type Timestamp = ColumnType<Date, Date | string, Date | string>;
-type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
+/** What a line of the points ledger records (`ledger_entries.type`). */
+export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled';
 
-/** The event log (the only source of truth). */
-export interface EventsTable {
-  global_position: Generated<number>;
-  stream_id: string;
-  stream_position: number;
-  event_id: string;
-  type: string;
-  data: Json<unknown>;
-  metadata: Json;
-  recorded_at: Timestamp;
-}
-
-export interface StreamsTable {
-  stream_id: string;
-  version: number;
-  last_hash: Generated<string>;
-}
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+export type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
 
 export interface ProjectionCheckpointsTable {
   name: string;
@@ -96,6 +80,10 @@ export interface IdempotencyKeysTable {
   response_body: string | null;
   created_at: Timestamp;
   locked_until: Timestamp;
+  /** The `ProcessMark` of the process answering it while running. */
+  holder: string | null;
+  /** The running attempt's token: only it answers, releases or stores an answer. */
+  claim_token: string | null;
 }
 
 export interface TiersTable {
@@ -215,6 +203,8 @@ export interface WebhookMessagesTable {
   attempts: number;
   next_attempt_at: Timestamp;
   locked_until: Timestamp | null;
+  /** The `ProcessMark` of the dispatcher delivering it while claimed. */
+  holder: string | null;
   created_at: Timestamp;
   delivered_at: Timestamp | null;
   seq: Generated<number>;
@@ -262,9 +252,11 @@ export interface DailyPointsTable {
   expired: number;
 }
 
+/**
+ * Every table outside the event log. The log's own tables (`events`, `streams`) are the PostgreSQL
+ * event store's business: they are declared in src/store/log-tables.ts, so only the store can name them.
+ */
 export interface Database {
-  events: EventsTable;
-  streams: StreamsTable;
   projection_checkpoints: ProjectionCheckpointsTable;
   businesses: BusinessesTable;
   api_keys: ApiKeysTable;

@@ -12,6 +12,16 @@ export const CustomerProfileSchema = z.object({
 });
 export type CustomerProfile = z.infer<typeof CustomerProfileSchema>;
 
+/** A profile with nothing set: what a customer starts from. */
+export const EMPTY_PROFILE: CustomerProfile = {
+  email: null,
+  phone: null,
+  first_name: null,
+  last_name: null,
+  external_reference: null,
+  metadata: {},
+};
+
 /** One balance change; `balance` is the balance right after it (a running balance for auditors). */
 const PointsMovement = z.object({
   transaction_id: z.string(),

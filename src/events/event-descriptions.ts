@@ -2,7 +2,7 @@ import type { EventData, EventType } from './catalogue.js';
 import type { EventMetadata } from './metadata.js';
 
 export interface EventDescription<T extends EventType> {
-  /** The stream the event is written to, as a pattern (see src/commands/streams.ts). */
+  /** The stream the event is written to, as a pattern (see src/events/streams.ts). */
   stream: string;
   /** What happened, for readers of the log. */
   description: string;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AppendReceipt, StoredEvent } from '../store/event-store.js';
 
 /** What every stored event carries besides its data: who, when, and which request caused it. */
 export const EventMetadataSchema = z.object({
@@ -19,6 +20,9 @@ export const EventMetadataSchema = z.object({
 
 export type EventMetadata = z.infer<typeof EventMetadataSchema>;
 
+/** An event as a change appended it: what a request's answer is built from. */
+export type AnsweredEvent = Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'recordedAt'>;
+
 /** Who asks for a change, and in which request: passed from the edge into every command. */
 export interface CommandContext {
   businessId: string;
@@ -26,4 +30,10 @@ export interface CommandContext {
   requestId: string | null;
   idempotencyKey: string | null;
   now: Date;
+  /**
+   * The request's answer, built from the event the command appends for it (what the command
+   * returns), to store with the append (`AppendOptions.receipt`). Used by the customer-stream
+   * commands; absent without an Idempotency-Key, and elsewhere the answer is stored after the append.
+   */
+  receipt?: ((event: AnsweredEvent) => AppendReceipt) | undefined;
 }

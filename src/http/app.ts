@@ -1,24 +1,23 @@
 import type { Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
-import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Services } from '../services.js';
-import { registerDashboard } from './dashboard-routes.js';
-import { registerDocs } from './docs-routes.js';
+import { registerDashboard } from './routes/dashboard-routes.js';
+import { registerDocs } from './routes/docs-routes.js';
 import type { AppEnv } from './env.js';
-import { errorResponse, toApiError } from './error-response.js';
-import { type Metrics, registerOps } from './ops-routes.js';
+import { errorResponse, toApiError } from './errors/error-response.js';
+import { type Metrics, registerOps } from './routes/ops-routes.js';
 import { authenticate } from './middleware/auth.js';
 import { preflight, publicKeyCors } from './middleware/cors.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { rateLimitStore } from './middleware/rate-limit-store.js';
 import { jsonBody } from './middleware/json-body.js';
+import { bodySize } from './middleware/body-size.js';
 import { storableUrl } from './middleware/storable-url.js';
 import { requestLog } from './middleware/request-log.js';
-import { notFoundHandler } from './not-found.js';
-import { createRouter } from './router.js';
+import { notFoundHandler } from './errors/not-found.js';
+import { createRouter } from './routes/router.js';
 import { customerRoutes } from './routes/customer-routes.js';
 import { keyRoutes } from './routes/key-routes.js';
 import { eventRoutes } from './routes/event-routes.js';
@@ -32,8 +31,6 @@ import { customerAuditRoutes } from './routes/customer-audit-routes.js';
 import { meRoutes } from './routes/me-routes.js';
 import { rulePreviewRoutes } from './routes/rule-preview-routes.js';
 import { statsRoutes } from './routes/stats-routes.js';
-
-export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
  * The HTTP API. Middleware order matters: request id first (every answer carries one), then
@@ -90,15 +87,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
     public: { name: 'public-key', policy: publicPolicy, store: rateLimitStore(database, publicPolicy) },
   };
   app.use('/api/v1/*', rateLimit(limits, options.now));
-  app.use(
-    '/api/v1/*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new ApiError(413, 'payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`);
-      },
-    }),
-  );
+  app.use('/api/v1/*', bodySize);
   app.use('/api/v1/*', storableUrl);
   app.use('/api/v1/*', jsonBody);
 

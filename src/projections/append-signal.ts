@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { CONNECT_TIMEOUT_MS } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import type { EventStore } from '../store/event-store.js';
 
@@ -50,7 +51,8 @@ export async function listenForAppends(databaseUrl: string, onSignal: () => void
   let retry: NodeJS.Timeout | null = null;
 
   const open = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString: databaseUrl });
+    // A server that accepts the connection and never answers must not hold the reconnect loop for ever.
+    const next = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     next.on('notification', onSignal);
     const lost = (error?: Error) => {
       if (client !== next || stopped) return;

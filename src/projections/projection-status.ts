@@ -1,8 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventStore } from '../store/event-store.js';
-import { PostgresEventStore } from '../store/postgres-event-store.js';
-import { PROJECTORS } from './projections.js';
 import type { Projector } from './projector.js';
 
 export interface ProjectionStatus {
@@ -18,12 +16,12 @@ export interface ProjectionStatus {
 
 /**
  * Each projector's checkpoint (in `db`) and how many events of the log (`store`) lie after it
- * (`loyalty projections status`). Without `store`, the log is the one `db` holds itself.
+ * (`loyalty projections status`).
  */
 export async function projectionStatus(
   db: Kysely<Database>,
-  store: EventStore = new PostgresEventStore(db),
-  projectors: readonly Projector[] = PROJECTORS,
+  store: EventStore,
+  projectors: readonly Projector[],
 ): Promise<ProjectionStatus[]> {
   const rows = await db.selectFrom('projection_checkpoints').selectAll().execute();
   return Promise.all(

@@ -2,20 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
-import { accessProjector } from './access/access-projector.js';
-import { catalogProjector } from './catalog/catalog-projector.js';
-import { customersProjector } from './customers/customers-projector.js';
 import type { Projector } from './projector.js';
-import { dailyPointsProjector } from './stats/daily-points-projector.js';
-import { webhooksProjector } from '../webhooks/webhooks-projector.js';
 import { CheckpointWatcher } from './checkpoint-watcher.js';
 import type { ProjectorTrack } from './projector-track.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
-export const PROJECTORS: Projector[] = [accessProjector, customersProjector, catalogProjector, dailyPointsProjector, webhooksProjector];
-
 /**
- * All read models of the service, kept current by ONE runner: one read of the log per batch, every
+ * The read models of the service (`projectors`: see src/projectors.ts), kept current by ONE runner: one read of the log per batch, every
  * projector applied in one transaction. The webhooks reactor is part of it: its message rows are
  * queued in the same transaction as its checkpoint either way, and a separate runner would cost
  * another read and transaction per batch on every write's read-your-writes path.
@@ -31,13 +24,13 @@ export class Projections {
   constructor(
     db: Kysely<Database>,
     private readonly store: EventStore,
+    projectors: readonly Projector[],
     private readonly options: RunnerOptions & {
       settleTimeoutMs?: number;
       logger?: Logger | undefined;
       /** Another process runs the loops: `settle` waits for its checkpoints rather than catching up here. */
       settleByCheckpoints?: boolean;
     } = {},
-    projectors: Projector[] = PROJECTORS,
   ) {
     this.runner = new ProjectionRunner(db, store, projectors, options);
     this.runners = this.runner.tracks;

@@ -80,7 +80,7 @@ export async function planBatch(
   const heads = new Map(found);
   const outcomes: AppendOutcome[] = [];
   const redecided = new Map<number, AppendWrite[]>();
-  const read = readerOf(readCommitted, outcomes);
+  const read = readerOf(readCommitted, outcomes, found, held);
   for (const [i, { writes, after, failedDependency, redecide }] of appends.entries()) {
     const failed = failedDependency ?? after.map((j) => outcomes[j]!).find((o): o is Extract<AppendOutcome, { ok: false }> => !o.ok);
     let outcome: AppendOutcome = failed ? { ok: false, error: new DependencyFailed(writes[0]!, failed.error) } : decideAppend(writes, heads);
@@ -121,15 +121,23 @@ async function decideAgain(redecide: Redecide, read: ReadCommitted, held: Readon
 
 /**
  * A stream's events from a revision as the next append of the batch finds them: the committed
- * ones (read once per stream and batch, the stream being locked) and those of the appends of the
- * batch planned so far.
+ * ones (read once per stream and batch, the stream being locked; not at all when the batch holds
+ * it and found it ending before that revision, as a stream only conditioned on usually does) and
+ * those of the appends of the batch planned so far.
  */
-function readerOf(readCommitted: ReadCommitted | undefined, outcomes: AppendOutcome[]): ReadCommitted {
+function readerOf(
+  readCommitted: ReadCommitted | undefined,
+  outcomes: AppendOutcome[],
+  found: Map<string, StreamHead>,
+  held: ReadonlySet<string>,
+): ReadCommitted {
   const committed = new Map<string, { from: number; events: RecordedEvent[] }>();
   return async (stream, fromRevision) => {
     let known = committed.get(stream);
     if (!known || known.from > fromRevision) {
-      known = { from: fromRevision, events: readCommitted ? await readCommitted(stream, fromRevision) : [] };
+      const head = found.get(stream)?.version ?? 'no_stream';
+      const nothingCommitted = held.has(stream) && (head === 'no_stream' || head < fromRevision);
+      known = { from: fromRevision, events: readCommitted && !nothingCommitted ? await readCommitted(stream, fromRevision) : [] };
       committed.set(stream, known);
     }
     const planned = outcomes

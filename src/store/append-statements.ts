@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventRow, StreamHead, StreamUpdate } from './append-plan.js';
+import type { AppendReceipt } from './event-store.js';
 
 /**
  * Taken by every append right before it inserts its events and held until it commits, so appends
@@ -89,4 +90,23 @@ export async function writeBatch(trx: Executor, streams: StreamUpdate[], rows: E
 export async function existingStreams(trx: Executor, streams: string[]): Promise<string[]> {
   const { rows } = await trx.executeQuery<{ stream_id: string }>(CompiledQuery.raw(EXISTING_STREAMS, [streams]));
   return rows.map((r) => r.stream_id);
+}
+
+/**
+ * Marks each request's idempotency record done with its answer, in the append's transaction (see
+ * `AppendOptions.receipt`); only records still held by the attempt, so an answer is stored once.
+ */
+const STORE_RECEIPTS = `
+  update idempotency_keys k
+  set state = 'done', response_status = r.status, response_headers = r.headers, response_body = r.body
+  from jsonb_to_recordset($1::jsonb) as r(business_id text, key text, token text, status integer, headers jsonb, body text)
+  where k.business_id = r.business_id and k.key = r.key and k.state = 'running' and k.claim_token = r.token
+  returning k.business_id, k.key`;
+
+/** Stores the receipts; returns those whose attempt no longer holds its record. */
+export async function storeReceipts(trx: Executor, receipts: AppendReceipt[]): Promise<AppendReceipt[]> {
+  const rows = receipts.map((r) => ({ business_id: r.businessId, key: r.key, token: r.token, status: r.status, headers: r.headers, body: r.body }));
+  const { rows: stored } = await trx.executeQuery<{ business_id: string; key: string }>(CompiledQuery.raw(STORE_RECEIPTS, [JSON.stringify(rows)]));
+  const done = new Set(stored.map((r) => `${r.business_id}\u0000${r.key}`));
+  return receipts.filter((r) => !done.has(`${r.businessId}\u0000${r.key}`));
 }

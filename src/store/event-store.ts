@@ -74,6 +74,47 @@ export interface AppendOptions {
    * append then fails as without it.
    */
   redecide?: Redecide;
+  /**
+   * The answer of the request that made this append, built from the writes as finally decided (so
+   * after any `redecide`): adapters with a transaction around the append store it in that
+   * transaction, so a retry of the request replays it whatever happens to the process after the
+   * commit (CONTRACT.md §5). The PostgreSQL adapter marks the request's idempotency record done
+   * with it, and fails the append with `AnswerAlreadyStored`, writing nothing, when that attempt no
+   * longer holds the record (another attempt of the request took it over, or committed first). Adapters without such a
+   * transaction ignore it: the events carry the key in their metadata instead.
+   */
+  receipt?: () => AppendReceipt | undefined;
+}
+
+/** A request's answer as its idempotency record keeps it (see `AppendOptions.receipt`). */
+export interface AppendReceipt {
+  businessId: string;
+  key: string;
+  /** The claim of the attempt answering: stored only while that attempt still holds the key. */
+  token: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The request's idempotency record was answered by another attempt: this append wrote nothing. */
+export class AnswerAlreadyStored extends Error {
+  override name = 'AnswerAlreadyStored';
+  constructor(readonly key: string) {
+    super(`the request with Idempotency-Key '${key}' was already answered`);
+  }
+}
+
+/**
+ * The database connection broke while the append's COMMIT was under way: it may or may not have
+ * committed, so it is neither retried nor reported as refused (answered 503). A retry of the
+ * request with its Idempotency-Key learns the outcome (`AppendOptions.receipt`).
+ */
+export class CommitOutcomeUnknown extends Error {
+  override name = 'CommitOutcomeUnknown';
+  constructor(cause: unknown) {
+    super(`the append's commit was sent but its outcome is unknown: ${String((cause as Error)?.message ?? cause)}`, { cause });
+  }
 }
 
 /** See `AppendOptions.redecide`. */

@@ -1,5 +1,5 @@
 import { isCondition, type PlannedAppend } from './append-plan.js';
-import { type AppendResult, type AppendWrite, awaitDependencies, type Redecide } from './event-store.js';
+import { type AppendOptions, type AppendResult, type AppendWrite, awaitDependencies, type Redecide } from './event-store.js';
 
 export interface PendingAppend {
   writes: AppendWrite[];
@@ -7,6 +7,8 @@ export interface PendingAppend {
   after: PendingAppend[];
   /** Decides the append again where the batch finds its streams moved (see `AppendOptions.redecide`). */
   redecide?: Redecide;
+  /** The request's answer, stored in the batch's transaction (see `AppendOptions.receipt`). */
+  receipt?: AppendOptions['receipt'];
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
   settled?: boolean;
@@ -95,12 +97,13 @@ export class GroupCommit {
   ) {}
 
   /** Queues `writes`; `after` are promises this group commit returned (others are awaited before queueing). */
-  add(writes: AppendWrite[], after: Array<Promise<AppendResult>> = [], redecide?: Redecide): Promise<AppendResult> {
+  add(writes: AppendWrite[], options: Pick<AppendOptions, 'after' | 'redecide' | 'receipt'> = {}): Promise<AppendResult> {
+    const { after = [], redecide, receipt } = options;
     const dependencies = after.map((ticket) => this.tickets.get(ticket));
-    if (!dependencies.every((d) => d !== undefined)) return awaitDependencies(writes, after).then(() => this.add(writes, [], redecide));
+    if (!dependencies.every((d) => d !== undefined)) return awaitDependencies(writes, after).then(() => this.add(writes, { redecide, receipt }));
     let pending: PendingAppend | undefined;
     const ticket = new Promise<AppendResult>((resolve, reject) => {
-      pending = { writes, after: dependencies.filter((d) => d.failure || !d.settled), redecide, resolve, reject };
+      pending = { writes, after: dependencies.filter((d) => d.failure || !d.settled), redecide, receipt, resolve, reject };
     });
     this.tickets.set(ticket, pending!);
     this.queue.push(pending!);

@@ -1,10 +1,23 @@
 import { EventEmitter } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { type LogDatabase, withLogTables } from './log-tables.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
 import { type BatchPlan, planBatch } from './append-plan.js';
-import { existingStreams, lockStreams, writeBatch } from './append-statements.js';
-import type { AppendOptions, AppendResult, AppendWrite, Checkpoint, EventStore, ReadStreamOptions, StoredEvent, StreamHeads } from './event-store.js';
+import { existingStreams, lockStreams, storeReceipts, writeBatch } from './append-statements.js';
+import {
+  AnswerAlreadyStored,
+  type AppendOptions,
+  type AppendReceipt,
+  type AppendResult,
+  type AppendWrite,
+  type Checkpoint,
+  CommitOutcomeUnknown,
+  type EventStore,
+  type ReadStreamOptions,
+  type StoredEvent,
+  type StreamHeads,
+} from './event-store.js';
 import { GroupCommit, type GroupCommitOptions, type PendingAppend, plannedAppends, settle, touchedBy } from './group-commit.js';
 
 export { APPEND_LOCK_KEY } from './append-statements.js';
@@ -46,10 +59,10 @@ export class PostgresEventStore implements EventStore {
    * server: a decision may read through the pool while the batch holds a connection, which on
    * PGlite's one connection would wait for ever; and there no other process moves its streams.
    */
-  constructor(
-    private readonly db: Kysely<Database>,
-    options: Partial<GroupCommitOptions> & { redecide?: boolean } = {},
-  ) {
+  private readonly db: Kysely<LogDatabase>;
+
+  constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean } = {}) {
+    this.db = withLogTables(db);
     this.redecides = options.redecide ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
   }
@@ -57,24 +70,33 @@ export class PostgresEventStore implements EventStore {
   append(writes: AppendWrite[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.groupCommit.add(
       [...writes].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)),
-      options.after,
-      this.redecides ? options.redecide : undefined,
+      { after: options.after, redecide: this.redecides ? options.redecide : undefined, receipt: options.receipt },
     );
   }
 
   private async commit(take: () => PendingAppend[], claimed: () => void): Promise<void> {
     let batch: PendingAppend[] | undefined;
+    let committing = false;
     try {
       const settleBatch = await retryOnSerializationFailure(() =>
         this.db.transaction().execute(async (trx) => {
+          committing = false;
           batch ??= take();
-          return this.commitBatch(trx, batch, claimed);
+          const settleBatch = await this.commitBatch(trx, batch, claimed);
+          committing = true;
+          return settleBatch;
         }),
       );
       settleBatch();
     } catch (error) {
       claimed();
       if (!batch) throw error; // no connection: GroupCommit fails the batch
+      if (committing && !refusedByServer(error)) {
+        // The COMMIT went out and no answer came back: running the appends again could apply them twice.
+        for (const pending of batch) settle(pending, new CommitOutcomeUnknown(error));
+        this.emitter.emit('appended');
+        return;
+      }
       // Something failed for the batch as a whole (e.g. a duplicate event id): isolate it.
       for (const pending of batch.filter((p) => !p.settled)) {
         await retryOnSerializationFailure(() => this.db.transaction().execute((trx) => this.commitBatch(trx, [pending], () => {})))
@@ -86,7 +108,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Decides and writes one batch in `trx`; returns what settles its appends once `trx` has committed. */
-  private async commitBatch(trx: Transaction<Database>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
+  private async commitBatch(trx: Transaction<LogDatabase>, appends: PendingAppend[], claimed: () => void): Promise<() => void> {
     const { live: batch, planned } = plannedAppends(appends);
     const { written, read } = touchedBy(batch);
     const found = await lockStreams(trx, [...written], [...read]);
@@ -94,6 +116,13 @@ export class PostgresEventStore implements EventStore {
     const plan = await planBatch(planned, found, readCommitted, new Set([...written, ...read]));
     for (const [i, writes] of plan.redecided) batch[i]!.writes = writes;
     claimed();
+    const receipts = plan.outcomes.flatMap((outcome, i) => (outcome.ok ? [batch[i]!.receipt?.()] : [])).filter((r): r is AppendReceipt => r !== undefined);
+    if (receipts.length > 0) {
+      const answered = await storeReceipts(trx, receipts);
+      // Another attempt of that request committed first: this one must write nothing. Alone in
+      // its transaction it fails with that; in a batch, the batch is run again append by append.
+      if (answered.length > 0) throw batch.length === 1 ? new AnswerAlreadyStored(answered[0]!.key) : new Error('a request of the batch was already answered');
+    }
     let positions = new Map<string, number>();
     if (plan.rows.length > 0) {
       const inserted = await writeBatch(trx, plan.streams, plan.rows);
@@ -167,8 +196,13 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
+/** Whether PostgreSQL answered with an error (so the transaction rolled back), rather than not answering at all. */
+function refusedByServer(error: unknown): boolean {
+  return typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+}
+
 /** A stream's events, read with `db` (the store's pool, or a batch's transaction). */
-async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
+async function readStreamIn(db: Kysely<LogDatabase>, stream: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
   let query = db
     .selectFrom('events')
     .selectAll()
@@ -181,7 +215,7 @@ async function readStreamIn(db: Kysely<Database>, stream: string, options: ReadS
   return (await query.execute()).map(toStoredEvent);
 }
 
-async function headOf(db: Kysely<Database>): Promise<Checkpoint> {
+async function headOf(db: Kysely<LogDatabase>): Promise<Checkpoint> {
   const row = await db.selectFrom('events').select((eb) => eb.fn.max('global_position').as('head')).executeTakeFirst();
   return { globalPosition: BigInt(row?.head ?? 0) };
 }

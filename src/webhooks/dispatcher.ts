@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js';
 import { BackgroundLoop } from '../background-loop.js';
 import { newId } from '../ids.js';
 import { nextAttemptAt } from './retry-schedule.js';
+import { holderGone } from '../db/process-mark.js';
 import type { webhookSecrets } from './secrets.js';
 import { FORBIDDEN_ADDRESS, webhookFetch } from './pinned-fetch.js';
 import { assertDeliverableUrl } from './url-guard.js';
@@ -21,9 +22,12 @@ export interface DispatcherOptions {
   batchSize?: number;
   pollMs?: number;
   logger?: Logger | undefined;
+  /** This process's `ProcessMark`: a message claimed by a process that is gone is taken over at once. */
+  holder?: string;
+  /** How long a claimed message is ours while we are alive, before another dispatcher may take it. */
+  claimMs?: number;
 }
 
-/** How long a claimed message is ours before another dispatcher may take it (a crashed process). */
 const CLAIM_MS = 60_000;
 const EXCERPT_CHARS = 500;
 
@@ -102,7 +106,7 @@ export class WebhookDispatcher {
                left join webhook_endpoints e on e.id = m.webhook_id
               where m.status = 'pending'
                 and m.next_attempt_at <= ${now}
-                and (m.locked_until is null or m.locked_until < ${now})
+                and (m.locked_until is null or m.locked_until < ${now} or ${holderGone(sql.ref('m.holder'))})
               order by m.next_attempt_at
               limit ${this.options.batchSize ?? 20}
                 for update of m skip locked),
@@ -114,7 +118,7 @@ export class WebhookDispatcher {
              returning m.id),
            claimed as (
              update webhook_messages m
-                set locked_until = ${new Date(now.getTime() + CLAIM_MS)}
+                set locked_until = ${new Date(now.getTime() + (this.options.claimMs ?? CLAIM_MS))}, holder = ${this.options.holder ?? null}::bigint
                from due, webhook_endpoints e
               where m.id = due.id and due.active and e.id = m.webhook_id
              returning m.id, m.webhook_id, m.business_id, e.url, m.payload, m.attempts)

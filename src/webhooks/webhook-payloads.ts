@@ -1,4 +1,4 @@
-import { streams } from '../commands/streams.js';
+import { streams } from '../events/streams.js';
 import type { EventData } from '../events/catalogue.js';
 import type { WebhookEventType } from '../events/webhook-events.js';
 import type { StoredEvent } from '../store/event-store.js';

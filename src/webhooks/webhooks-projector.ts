@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { streams } from '../commands/streams.js';
+import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
 import type { EventData, EventType } from '../events/catalogue.js';
 import { newId } from '../ids.js';

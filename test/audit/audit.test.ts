@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditIsClean, formatAuditReport } from '../../src/audit/audit-report.js';
 import { auditStore } from '../../src/audit/audit-store.js';
 import { formatStatement, replayCustomer } from '../../src/audit/replay-customer.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 /**

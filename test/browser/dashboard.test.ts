@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ProvisionedBusiness } from '../../src/cli/provision.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { browserUnavailable, type DashboardServer, launchChromium, startDashboardServer } from '../support/browser.js';
 
 /**

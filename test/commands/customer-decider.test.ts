@@ -209,6 +209,15 @@ describe('customer decider: earn, deduct, adjust (CONTRACT §5)', () => {
     givenState(state).when(points('earn', 6)).thenThrows('points_out_of_range', 422);
     givenState(state).when(points('adjust', 6)).thenThrows('points_out_of_range', 422);
   });
+
+  it('refuses an earn whose tier multiplier would credit more than 1,000,000,000 points (the most one amount may be)', () => {
+    const gold = withTier(fold(customerDecider, [registered()]), 2);
+    givenState(gold).when(points('earn', 500_000_000, { applyMultiplier: true })).then([
+      { type: 'PointsEarned', data: { ...movement, amount: 1_000_000_000, base_amount: 500_000_000, multiplier: 2, balance: 1_000_000_000 } },
+    ]);
+    givenState(gold).when(points('earn', 500_000_001, { applyMultiplier: true })).thenThrows('points_out_of_range', 422);
+    givenState(gold).when(points('earn', 1_000_000_000)).then([earned(1_000_000_000, 1_000_000_000)]);
+  });
 });
 
 describe('customer decider: events and the amount limit (CONTRACT §1, §3, §8)', () => {
@@ -299,13 +308,19 @@ describe('customer decider: tier multiplier on earn', () => {
       .then([{ type: 'PointsEarned', data: { ...movement, amount: 115, base_amount: 100, multiplier: 1.15, balance: 115 } }]);
   });
 
-  it('credits floor(amount × multiplier) exactly for every multiplier of 1.00 to 10.00 in hundredths', () => {
+  it('credits floor(amount × multiplier) exactly for every multiplier of 1.00 to 10.00 in hundredths, refusing a credit past 1,000,000,000', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1_000_000_000 }), fc.integer({ min: 100, max: 1000 }), (amount, hundredths) => {
         const multiplier = hundredths / 100;
-        const [event] = customerDecider.decide(points('earn', amount, { applyMultiplier: true }), withTier(base(), multiplier));
+        const command = points('earn', amount, { applyMultiplier: true });
         // Integer arithmetic: amount × hundredths is exact well below 2^53.
-        expect(event?.data).toMatchObject({ amount: Math.floor((amount * hundredths) / 100), base_amount: amount, multiplier });
+        const credited = Math.floor((amount * hundredths) / 100);
+        if (credited > 1_000_000_000) {
+          givenState(withTier(base(), multiplier)).when(command).thenThrows('points_out_of_range', 422);
+          return;
+        }
+        const [event] = customerDecider.decide(command, withTier(base(), multiplier));
+        expect(event?.data).toMatchObject({ amount: credited, base_amount: amount, multiplier });
       }),
       { numRuns: 500, examples: [[100, 115], [3, 115], [7, 110]] },
     );
@@ -320,7 +335,7 @@ function expectedOutcome(step: Step, state: CustomerState): { refused: string } 
   if (!Number.isSafeInteger(amount) || amount === 0 || (pointsType !== 'adjust' && amount < 0)) return { refused: 'validation_error' };
   if (pointsType === 'earn') {
     const credited = Math.floor(amount * (step.applyMultiplier ? (state.tier?.multiplier ?? 1) : 1));
-    return { delta: credited, amount: credited };
+    return credited > 1_000_000_000 ? { refused: 'points_out_of_range' } : { delta: credited, amount: credited };
   }
   if (pointsType === 'deduct') return amount > state.balance ? { refused: 'insufficient_points' } : { delta: -amount, amount };
   return state.balance + amount < 0 ? { refused: 'insufficient_points' } : { delta: amount, amount };

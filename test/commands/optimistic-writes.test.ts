@@ -8,7 +8,7 @@ import { fold } from '../../src/commands/decider.js';
 import { KeyedLock } from '../../src/commands/keyed-lock.js';
 import { snapshotStore } from '../../src/commands/snapshot-store.js';
 import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import type { CommandContext } from '../../src/events/metadata.js';
 import type { AppendWrite } from '../../src/store/event-store.js';

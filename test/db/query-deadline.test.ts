@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
 import { DatabaseNotAnswering, withoutQueryDeadline } from '../../src/db/query-deadline.js';
 import type { Database } from '../../src/db/schema.js';
-import { toApiError } from '../../src/http/error-response.js';
+import { toApiError } from '../../src/http/errors/error-response.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { event } from '../store/store-test-helpers.js';
 import { openTestDatabase } from '../support/test-database.js';

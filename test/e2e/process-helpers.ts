@@ -218,9 +218,9 @@ export async function api(
   baseUrl: string,
   method: string,
   urlPath: string,
-  options: { key?: string; body?: unknown } = {},
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<ApiResponse> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers['x-api-key'] = options.key;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(baseUrl + urlPath, {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { PROJECTORS } from '../../src/projections/projections.js';
+import { PROJECTORS } from '../../src/projectors.js';
 import {
   api,
   killAllProcesses,

@@ -6,7 +6,7 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerClientErrors, type ClientError, clientErrorListener } from '../../src/http/client-error.js';
+import { answerClientErrors, type ClientError, clientErrorListener } from '../../src/http/errors/client-error.js';
 import { rawRequest } from '../support/raw-http.js';
 
 /**

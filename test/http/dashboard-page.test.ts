@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerDashboard } from '../../src/http/dashboard-routes.js';
-import { createRouter } from '../../src/http/router.js';
+import { registerDashboard } from '../../src/http/routes/dashboard-routes.js';
+import { createRouter } from '../../src/http/routes/router.js';
 import { expectError } from '../support/expectations.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

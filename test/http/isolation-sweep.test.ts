@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PERMISSIONS, PUBLIC_KEY_PERMISSIONS, type Permission } from '../../src/commands/api-key/permissions.js';
+import { PERMISSIONS, PUBLIC_KEY_PERMISSIONS, type Permission } from '../../src/events/permissions.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
 import { fillPath, type SeededBusiness, seedBusiness, servedApiRoutes } from '../support/seeded-business.js';
 

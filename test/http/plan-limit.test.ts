@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ProvisionedBusiness, setBusinessPlan } from '../../src/cli/provision.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 const FREE_LIMIT = 1000;

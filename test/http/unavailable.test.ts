@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toApiError } from '../../src/http/error-response.js';
+import { toApiError } from '../../src/http/errors/error-response.js';
 import { expectError } from '../support/expectations.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 

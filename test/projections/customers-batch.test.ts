@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withMetadata } from '../../src/commands/aggregate.js';
 import { type CustomerCommand, type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import type { TierDefinition } from '../../src/events/program-events.js';
 import { customersProjector } from '../../src/projections/customers/customers-projector.js';
 import { rebuildProjection } from '../../src/projections/rebuild.js';

@@ -239,7 +239,7 @@ describe('projections: settle', () => {
   it('gives read-your-writes: each write is in the read model when settle returns', async () => {
     const t = await testProjection();
     // Slow polling: the append notification is what brings the runner, and settle must wait for it.
-    const projections = started(new Projections(handle.db, store, { pollMs: 1_000, settleTimeoutMs: 15_000 }, [t.projector('p')]));
+    const projections = started(new Projections(handle.db, store, [t.projector('p')], { pollMs: 1_000, settleTimeoutMs: 15_000 }));
     projections.start();
     for (let n = 0; n < 5; n++) {
       const result = await appendMine(t, [ev(n)]);
@@ -250,7 +250,7 @@ describe('projections: settle', () => {
 
   it('catches up before returning when no projection loop runs (the CLI)', async () => {
     const t = await testProjection();
-    const projections = new Projections(handle.db, store, { batchSize: 4 }, [t.projector('cli')]);
+    const projections = new Projections(handle.db, store, [t.projector('cli')], { batchSize: 4 });
     const result = await appendMine(t, range(0, 9).map((n) => ev(n)));
     await projections.settle(result.position);
     expect((await t.rows()).map((r) => r.n)).toEqual(range(0, 9));
@@ -261,7 +261,7 @@ describe('projections: settle', () => {
     'waits for a write that an unrelated open transaction still hides, with a running loop (needs a PostgreSQL server: PGlite has one connection)',
     async () => {
       const t = await testProjection();
-      const projections = started(new Projections(handle.db, store, { pollMs: 20, settleTimeoutMs: 15_000 }, [t.projector('p')]));
+      const projections = started(new Projections(handle.db, store, [t.projector('p')], { pollMs: 20, settleTimeoutMs: 15_000 }));
       projections.start();
       await settleBehindOpenTransaction(t, projections);
     },
@@ -271,7 +271,7 @@ describe('projections: settle', () => {
     'waits for a write that an unrelated open transaction still hides, without a running loop (needs a PostgreSQL server: PGlite has one connection)',
     async () => {
       const t = await testProjection();
-      const projections = new Projections(handle.db, store, { settleTimeoutMs: 15_000 }, [t.projector('cli')]);
+      const projections = new Projections(handle.db, store, [t.projector('cli')], { settleTimeoutMs: 15_000 });
       await settleBehindOpenTransaction(t, projections);
     },
   );

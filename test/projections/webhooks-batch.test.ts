@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { streams } from '../../src/commands/streams.js';
+import { streams } from '../../src/events/streams.js';
 import type { EventMetadata } from '../../src/events/metadata.js';
 import { ProjectionRunner } from '../../src/projections/runner.js';
 import type { NewEvent } from '../../src/store/event-store.js';

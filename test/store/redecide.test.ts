@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.js';
 import { type AppendWrite, DependencyFailed, type RecordedEvent, type Redecide, WrongExpectedVersion } from '../../src/store/event-store.js';
+import { planBatch } from '../../src/store/append-plan.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase, STORE_KIND } from '../support/test-database.js';
 import { meta } from './store-test-helpers.js';
@@ -81,5 +82,39 @@ describe(`postgres event store: deciding again inside the batch (${STORE_KIND})`
     await expect(first).rejects.toBeInstanceOf(WrongExpectedVersion);
     await expect(second).rejects.toBeInstanceOf(DependencyFailed);
     expect(await data(s)).toEqual([0, 1]);
+  });
+
+  it('reads only the streams that moved: one the batch holds and found unchanged is not read again', async () => {
+    const moved = stream('moved');
+    const condition = stream('condition');
+    await store.append([
+      { stream: moved, expected: 'no_stream', events: [counted(0), counted(1)] },
+      { stream: condition, expected: 'no_stream', events: [counted(0)] },
+    ]);
+    const found = new Map([
+      [moved, { version: 1, lastHash: 'h1' }],
+      [condition, { version: 0, lastHash: 'h0' }],
+    ]);
+    const reads: string[] = [];
+    const readCommitted = async (s: string, from: number) => {
+      reads.push(`${s}@${from}`);
+      return (await store.readStream(s, { from })).map((e) => ({ streamPosition: e.streamPosition, type: e.type, data: e.data }));
+    };
+    const redecide: Redecide = async (read) => {
+      const events = await read(moved, 1);
+      const unchanged = await read(condition, 1);
+      expect(unchanged).toEqual([]);
+      return [
+        { stream: moved, expected: events.at(-1)!.streamPosition, events: [counted(2)] },
+        { stream: condition, expected: 0, events: [] },
+      ];
+    };
+    const plan = await planBatch(
+      [{ writes: [{ stream: moved, expected: 0, events: [counted(1)] }, { stream: condition, expected: 0, events: [] }], after: [], redecide }],
+      found,
+      readCommitted,
+    );
+    expect(plan.outcomes[0]!.ok).toBe(true);
+    expect(reads).toEqual([`${moved}@1`]);
   });
 });

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { type Browser, chromium } from 'playwright-core';
-import { DASHBOARD_DIR } from '../../src/http/dashboard-routes.js';
+import { DASHBOARD_DIR } from '../../src/http/routes/dashboard-routes.js';
 import { startTestApp, type TestApp, type TestAppOptions } from './test-app.js';
 
 /** Debian's Chromium (`apt-get install chromium`); another binary through LOYALTY_CHROMIUM. Never downloaded. */

@@ -1,7 +1,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DASHBOARD_DIR } from '../../src/http/dashboard-routes.js';
+import { DASHBOARD_DIR } from '../../src/http/routes/dashboard-routes.js';
 
 const SOURCES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dashboard');
 

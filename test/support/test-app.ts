@@ -42,11 +42,13 @@ export interface TestAppOptions {
   now?: () => number;
   /** Where the service logs (default: nowhere); tests of logging pass a pino logger on a stream. */
   logger?: ServicesOptions['logger'];
+  /** The database to run on (default: a fresh one, see `openTestDatabase`); closed with the app. */
+  database?: ServicesOptions['database'];
 }
 
 /** The real service (stores, projections, HTTP app) on a fresh database. Close it in `afterAll`. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await openTestDatabase();
+  const database = options.database ?? (await openTestDatabase());
   // Rate limiting off by default: other files send far more than a burst with one key.
   const config = { ...loadConfig({}), logLevel: 'silent', rateLimitRps: 0, publicRateLimitRps: 0, ...options.config };
   const services = await createServices({

@@ -451,6 +451,32 @@ describe('webhook delivery', () => {
       expect(attempt!.duration_ms).toBeGreaterThanOrEqual(250);
     });
 
+    it('takes over a message claimed by a process that is gone at once, and leaves one claimed by a live process alone until its lease ends', async () => {
+      const { private_key: key } = await t.business();
+      const r = await receiver();
+      const { id } = await createWebhook(key, r.url, ['customer.created']);
+      await newCustomer(key);
+      const [message] = await messagesOf(id);
+      const start = Date.now();
+      const claimedBy = (holder: string) =>
+        t.services.db
+          .updateTable('webhook_messages')
+          .set({ locked_until: new Date(start + 10 * MINUTE), holder })
+          .where('id', '=', message!.id)
+          .execute();
+
+      // Held by a live process (this one's mark): left alone until its lease runs out.
+      await claimedBy(t.services.processMark.id);
+      expect(await dispatchAt(start)).toBe(0);
+      expect(r.received).toHaveLength(0);
+
+      // Held by a process whose mark no session holds (it died): delivered now, lease or not.
+      await claimedBy('4242424242');
+      expect(await dispatchAt(start)).toBe(1);
+      expect(r.received).toHaveLength(1);
+      expect((await messagesOf(id))[0]!.status).toBe('delivered');
+    });
+
     it('counts the next attempt from the end of a timed-out attempt, not from its start', async () => {
       const { private_key: key } = await t.business();
       let start = 0;

@@ -1,24 +1,18 @@
-import { createHash } from 'node:crypto';
 import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { newId, newKeySecret } from '../../ids.js';
 import { decidedWrite, type Load, unchangedSince, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { apiKeyDecider, managesKeys } from './api-key-decider.js';
-import { KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from './permissions.js';
+import { hashApiKey, KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from '../../events/permissions.js';
 
 export interface CreateKeyInput {
   type: 'private' | 'public';
   name: string | null;
   /** Private keys only; all permissions when absent. */
   permissions: Permission[] | null;
-}
-
-/** The only place a key's hash is computed: stored at creation, looked up on every request. */
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
 }
 
 export interface ApiKeyCommandOptions {

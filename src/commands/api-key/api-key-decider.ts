@@ -1,7 +1,7 @@
 import { errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
 import type { Decider } from '../decider.js';
-import { missingPermission } from './permissions.js';
+import { missingPermission } from '../../events/permissions.js';
 
 export type ApiKeyEvent = EventOf<'ApiKeyCreated' | 'ApiKeyRevoked'>;
 

@@ -3,7 +3,7 @@ import type { CommandContext } from '../../events/metadata.js';
 import { newId } from '../../ids.js';
 import { decidedWrite, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { write } from '../write.js';
 import { businessDecider } from './business-decider.js';
 

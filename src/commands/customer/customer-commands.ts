@@ -10,7 +10,7 @@ import { ReservationTaken } from '../reservation/reservation-decider.js';
 import { claimWrite, releaseWrite } from '../reservation/reserve.js';
 import { loadProgram } from '../program/program-commands.js';
 import { write } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type CustomerCommand, customerDecider, type CustomerState } from './customer-decider.js';
 import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
 

@@ -1,11 +1,11 @@
 import { ApiError, errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
-import type { CustomerProfile, TierSnapshot } from '../../events/customer-events.js';
+import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
-import { applyMultiplier, eventPoints } from '../program/rules.js';
+import { applyMultiplier, eventPoints, MAX_EVENT_POINTS } from '../program/rules.js';
 
 export type CustomerEvent = EventOf<
   | 'CustomerRegistered'
@@ -74,15 +74,6 @@ export interface CustomerState {
   tier: TierSnapshot | null;
   redemptions: Record<string, Redemption>;
 }
-
-export const EMPTY_PROFILE: CustomerProfile = {
-  email: null,
-  phone: null,
-  first_name: null,
-  last_name: null,
-  external_reference: null,
-  metadata: {},
-};
 
 export const MAX_POINTS = Number.MAX_SAFE_INTEGER;
 
@@ -219,6 +210,11 @@ function recordPoints(command: Extract<CustomerCommand, { type: 'RecordPoints' }
     case 'earn': {
       const multiplier = command.applyMultiplier ? heldMultiplier(state, command.tiers) : 1;
       const credited = applyMultiplier(amount, multiplier);
+      if (credited > MAX_EVENT_POINTS) {
+        throw errors.pointsOutOfRange(
+          `With the tier multiplier ${multiplier} this earn would credit ${credited.toLocaleString('en-US')} points, more than the ${MAX_EVENT_POINTS.toLocaleString('en-US')} one amount may be; nothing was recorded.`,
+        );
+      }
       assertCreditFits(state, credited);
       return {
         type: 'PointsEarned',

@@ -1,11 +1,11 @@
 import { errors } from '../../errors.js';
-import type { CommandContext } from '../../events/metadata.js';
+import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { AppendWrite, Checkpoint, NewEvent, StoredEvent } from '../../store/event-store.js';
 import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
 import { write, type Written } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 
 /** Thrown when a reference was used before; `record` names what was created under it. */
@@ -46,14 +46,16 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load));
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), {
+    receipt: ctx.receipt && ((writes) => ctx.receipt!(firstCustomerEvent({ writes }, customerId))),
+  });
 }
 
 /** An event as a change appended it: what a request's answer is built from. */
-export type RecordedEvent = Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'recordedAt'>;
+export type RecordedEvent = AnsweredEvent;
 
 /** The first event the change appended to the customer's stream (the one it was made for). */
-export function firstCustomerEvent(written: Written | null, customerId: string): RecordedEvent {
+export function firstCustomerEvent(written: { writes: AppendWrite[] } | null, customerId: string): RecordedEvent {
   const streamId = streams.customer(customerId);
   const event = written?.writes.find((w) => w.stream === streamId)?.events[0];
   if (!event) throw new Error(`no event was appended to customer ${customerId}`);

@@ -5,7 +5,7 @@ import { type DecidedWrite, decidedWrite, type Loaded, loaderOf } from '../aggre
 import type { CommandDeps } from '../command-deps.js';
 import { rewardDecider, type RewardState } from '../reward/reward-decider.js';
 import { loadReward } from '../reward/reward-commands.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { customerDecider } from './customer-decider.js';
 import {
   assertReferenceFree,

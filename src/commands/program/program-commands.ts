@@ -5,7 +5,7 @@ import type { AppendWrite } from '../../store/event-store.js';
 import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type ProgramCommand, programDecider, type ProgramState, tiersByThreshold } from './program-decider.js';
 
 /** A business's program as commands need it: tiers by threshold and event types by name. */

@@ -2,7 +2,7 @@ import type { EventOf } from '../../events/catalogue.js';
 import type { EventStore, AppendWrite } from '../../store/event-store.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { loadAggregate, withMetadata } from '../aggregate.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type ReservationCommand, reservationDecider } from './reservation-decider.js';
 
 type Claim = EventOf<'ReservationClaimed'>['data'];

@@ -5,7 +5,7 @@ import { newId } from '../../ids.js';
 import { decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { rewardDecider, type RewardState } from './reward-decider.js';
 
 export type RewardInput = Omit<RewardDefinition, 'reward_id' | 'business_id' | 'active'> & { active?: boolean };

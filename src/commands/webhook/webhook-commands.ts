@@ -2,12 +2,10 @@ import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import type { EventOf } from '../../events/catalogue.js';
 import { newId } from '../../ids.js';
-import type { webhookSecrets } from '../../webhooks/secrets.js';
-import { assertDeliverableUrl } from '../../webhooks/url-guard.js';
 import { decidedWrite, loadAggregate, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { write } from '../write.js';
-import { streams } from '../streams.js';
+import { streams } from '../../events/streams.js';
 import { type WebhookCommand, webhookDecider } from './webhook-decider.js';
 
 type Subscription = EventOf<'WebhookCreated'>['data']['events'];
@@ -18,10 +16,19 @@ export interface WebhookInput {
   description: string | null;
 }
 
+/** Where signing secrets live (never in the log): `src/webhooks/secrets.ts`. */
+export interface WebhookSecretStore {
+  create(webhookId: string, now: Date): Promise<string>;
+  rotate(webhookId: string, now: Date): Promise<{ secret: string; previousExpiresAt: Date }>;
+}
+
 export interface WebhookCommandOptions {
-  secrets: ReturnType<typeof webhookSecrets>;
-  /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: private addresses and plain http allowed (development, tests). */
-  allowPrivate: boolean;
+  secrets: WebhookSecretStore;
+  /**
+   * Refuses (throws a validation `ApiError`) a URL deliveries must not go to. It resolves the host
+   * (I/O), so it is injected: `src/webhooks/url-guard.ts` `assertDeliverableUrl` in production.
+   */
+  checkUrl(url: string): Promise<unknown>;
 }
 
 export function webhookCommands(deps: CommandDeps, options: WebhookCommandOptions) {
@@ -39,7 +46,7 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
   return {
     /** Creates an endpoint; returns its id and signing secret (shown once). */
     async create(ctx: CommandContext, input: WebhookInput): Promise<{ id: string; secret: string }> {
-      await assertDeliverableUrl(input.url, options.allowPrivate);
+      await options.checkUrl(input.url);
       const webhookId = newId('webhook');
       // The secret is stored first: an endpoint never exists without one.
       const secret = await options.secrets.create(webhookId, ctx.now);
@@ -53,7 +60,7 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
     },
 
     async update(ctx: CommandContext, webhookId: string, changes: Partial<WebhookInput> & { active?: boolean }): Promise<void> {
-      if (changes.url !== undefined) await assertDeliverableUrl(changes.url, options.allowPrivate);
+      if (changes.url !== undefined) await options.checkUrl(changes.url);
       await change(ctx, webhookId, () => ({ type: 'UpdateWebhook', changes }));
     },
 

@@ -9,7 +9,8 @@ import { migration as m0008 } from './0008-rate-limits.js';
 import { migration as m0009 } from './0009-aggregate-snapshots.js';
 import { migration as m0010 } from './0010-idempotency-expiry.js';
 import { migration as m0011 } from './0011-random-attempt-ids.js';
-import { migration as m0012 } from './0012-daily-points.js';
+import { migration as m0012 } from './0012-claim-holders.js';
+import { migration as m0013 } from './0013-daily-points.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -27,5 +28,6 @@ export const migrations: Record<string, Migration> = {
   '0009_aggregate_snapshots': m0009,
   '0010_idempotency_expiry': m0010,
   '0011_random_attempt_ids': m0011,
-  '0012_daily_points': m0012,
+  '0012_claim_holders': m0012,
+  '0013_daily_points': m0013,
 };

@@ -1,7 +1,6 @@
 import { createMiddleware } from 'hono/factory';
 import { timingSafeEqual } from 'node:crypto';
-import { hashApiKey } from '../../commands/api-key/api-key-commands.js';
-import { KEY_PREFIXES, type Permission } from '../../commands/api-key/permissions.js';
+import { hashApiKey, KEY_PREFIXES, type Permission } from '../../events/permissions.js';
 import { ApiError, errors } from '../../errors.js';
 import type { AppEnv } from '../env.js';
 

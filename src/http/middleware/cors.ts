@@ -1,5 +1,5 @@
 import { createMiddleware } from 'hono/factory';
-import { KEY_PREFIXES } from '../../commands/api-key/permissions.js';
+import { KEY_PREFIXES } from '../../events/permissions.js';
 import type { AppEnv } from '../env.js';
 
 const ALLOWED_HEADERS = 'X-API-Key, Authorization, Content-Type, Idempotency-Key';

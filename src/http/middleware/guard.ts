@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import type { Permission } from '../../commands/api-key/permissions.js';
+import type { Permission } from '../../events/permissions.js';
 import type { AppEnv } from '../env.js';
 import { requirePermission } from './auth.js';
 import { idempotency } from './idempotency.js';

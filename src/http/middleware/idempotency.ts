@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError, errors } from '../../errors.js';
+import { AnswerAlreadyStored, type AppendReceipt } from '../../store/event-store.js';
 import { canonicalJson } from '../../json-equality.js';
 import type { AppEnv } from '../env.js';
-import { idempotencyStore } from './idempotency-store.js';
+import { idempotencyStore, type StoredResponse } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
@@ -14,6 +15,13 @@ const SECRET_FIELDS = ['key', 'secret'];
 const SECRET_FORMAT = /^(?:sk_live_|pk_live_|whsec_)/;
 /** 409 codes that say "retry": kept, they would answer every retry with the same refusal. */
 const RETRYABLE_CONFLICTS = new Set(['conflict', 'idempotency_key_in_progress']);
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** A request holding its Idempotency-Key: what a write needs to store the answer with its append. */
+export interface IdempotentRequest {
+  /** The answer `status`/`value` (sent with `c.json`) as the record keeps it, to store in the append's transaction. */
+  receipt(status: number, value: unknown): AppendReceipt;
+}
 
 /**
  * `Idempotency-Key` on every POST, PATCH and DELETE (CONTRACT.md §5): a final answer is stored and
@@ -28,7 +36,8 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   if (!KEY_FORMAT.test(key)) {
     throw errors.validation([{ path: 'Idempotency-Key', message: 'must be 1–255 printable ASCII characters' }]);
   }
-  const store = idempotencyStore(c.var.services.db);
+  const { services } = c.var;
+  const store = idempotencyStore(services.db, { holder: services.processMark.id, leaseMs: services.config.claimLeaseMs });
   const businessId = c.var.principal.businessId;
 
   const claim = await store.claim(businessId, key, requestFingerprint(c));
@@ -39,26 +48,39 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
       throw new ApiError(409, 'idempotency_key_in_progress', 'A request with this Idempotency-Key is still running.', {}, {
         'Retry-After': '1',
       });
-    case 'replay': {
-      const headers = new Headers(claim.response.headers);
-      headers.set('Idempotent-Replayed', 'true');
-      headers.set('X-Request-Id', c.get('requestId'));
-      return new Response(claim.response.body, { status: claim.response.status, headers });
-    }
+    case 'replay':
+      return replay(c, claim.response);
     case 'proceed':
       break;
   }
+  const { token } = claim;
 
+  let stored: AppendReceipt | undefined;
+  c.set('idempotency', {
+    receipt(status, value) {
+      stored = { businessId, key, token, status, headers: JSON_HEADERS, body: withoutSecrets(JSON.stringify(value)) };
+      return stored;
+    },
+  });
   try {
     await next();
   } catch (error) {
-    await store.release(businessId, key).catch(() => {});
+    await store.release(businessId, key, token).catch(() => {});
     throw error;
+  }
+  if (c.error instanceof AnswerAlreadyStored) {
+    // Another attempt of this request committed first: answer what it answered.
+    const claim = await store.claim(businessId, key, requestFingerprint(c));
+    if (claim.outcome === 'replay') return replay(c, claim.response);
   }
   const response = c.res;
   const body = await response.clone().text();
+  // Stored with the append (`AppendOptions.receipt`) as sent: nothing more to store.
+  if (stored && stored.status === response.status && stored.body === withoutSecrets(body) && response.headers.get('content-type') === JSON_HEADERS['content-type']) {
+    return;
+  }
   if (!isFinal(response.status, body)) {
-    await store.release(businessId, key).catch(() => {});
+    await store.release(businessId, key, token).catch(() => {});
     return;
   }
   const headers: Record<string, string> = {};
@@ -68,10 +90,18 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   // The request's work is done (a write is committed): its answer goes out even if the record
   // cannot be stored (the database went away); the key then stays held until its lease expires.
-  await store.complete(businessId, key, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
-    c.var.services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
+  await store.complete(businessId, key, token, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
+    services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
 });
+
+/** The stored answer, marked as a replay. */
+function replay(c: Context<AppEnv>, response: StoredResponse): Response {
+  const headers = new Headers(response.headers);
+  headers.set('Idempotent-Replayed', 'true');
+  headers.set('X-Request-Id', c.get('requestId'));
+  return new Response(response.body, { status: response.status, headers });
+}
 
 /**
  * What makes two requests "the same": method, path (a trailing slash names the same resource),

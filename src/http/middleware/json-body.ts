@@ -1,7 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { ApiError } from '../../errors.js';
 import type { AppEnv } from '../env.js';
-import { parseStrictJson } from '../strict-json.js';
+import { parseStrictJson } from './strict-json.js';
 
 const WITH_BODY = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** `application/json`, optionally with `charset=utf-8`: nothing else is parsed as JSON. */

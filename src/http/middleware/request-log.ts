@@ -1,7 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import type { Principal } from '../../projections/access/access-queries.js';
 import type { AppEnv } from '../env.js';
-import { redactSecrets } from '../redact-secrets.js';
+import { redactSecrets } from '../errors/redact-secrets.js';
 
 /**
  * One JSON log line per request: id, method, route pattern, path, status, duration, and who asked

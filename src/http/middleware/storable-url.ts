@@ -1,7 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { errors, type ValidationIssue } from '../../errors.js';
 import type { AppEnv } from '../env.js';
-import { unstorableText } from '../strict-json.js';
+import { unstorableText } from './strict-json.js';
 
 /**
  * Refuses a path or query that no store can keep (CONTRACT.md §3): NUL or an unpaired surrogate in

@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { auditStore } from '../../audit/audit-store.js';
 import { errors } from '../../errors.js';
 import { guard } from '../middleware/guard.js';
-import { createRouter } from '../router.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { CustomerAuditSchema } from '../schemas/dashboard-schemas.js';

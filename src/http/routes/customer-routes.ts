@@ -1,13 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { streams } from '../../commands/streams.js';
+import { streams } from '../../events/streams.js';
 import { errors } from '../../errors.js';
 import { guard } from '../middleware/guard.js';
-import { commandContext } from '../command-context.js';
-import { createRouter } from '../router.js';
+import { commandContext } from './command-context.js';
+import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
-import { listResponse } from '../list-response.js';
-import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters.js';
-import { EMPTY_PROFILE } from '../../commands/customer/customer-decider.js';
+import { listResponse } from '../presenters/list-response.js';
+import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
+import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
 import {

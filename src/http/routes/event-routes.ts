@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { commandContext } from '../command-context.js';
-import { refusingDuplicates } from '../duplicate-reference.js';
-import { listResponse } from '../list-response.js';
+import { commandContext } from './command-context.js';
+import { refusingDuplicates } from './duplicate-reference.js';
+import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentEvent, presentEventRecorded } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentEvent, presentEventRecorded } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { EventCreateSchema, EventListQuerySchema, EventSchema } from '../schemas/program-schemas.js';
 
@@ -30,7 +30,7 @@ export const eventRoutes = createRouter()
       const body = c.req.valid('json');
       const { services } = c.var;
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        services.commands.events.record(commandContext(c), {
+        services.commands.events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
           customerId: body.customer_id,
           eventType: body.event_type,
           properties: body.properties,

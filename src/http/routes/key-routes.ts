@@ -1,13 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { missingPermission, permissionsForNewKey } from '../../commands/api-key/permissions.js';
+import { missingPermission, permissionsForNewKey } from '../../events/permissions.js';
 import { errors } from '../../errors.js';
-import { commandContext } from '../command-context.js';
-import { createRouter } from '../router.js';
+import { commandContext } from './command-context.js';
+import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
-import { listResponse } from '../list-response.js';
+import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentKey } from '../presenters.js';
+import { presentKey } from '../presenters/presenters.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CreatedKeySchema, KeyCreateSchema, KeyIdParamSchema, KeySchema } from '../schemas/key-schemas.js';
 

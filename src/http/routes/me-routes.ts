@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { guard } from '../middleware/guard.js';
-import { presentKey } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentKey } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { MeSchema } from '../schemas/dashboard-schemas.js';
 

@@ -1,9 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
-import { commandContext } from '../command-context.js';
-import { refusingDuplicates } from '../duplicate-reference.js';
+import { commandContext } from './command-context.js';
+import { refusingDuplicates } from './duplicate-reference.js';
 import { guard } from '../middleware/guard.js';
-import { presentTransactionEvent } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentTransactionEvent } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { PointsTransactionCreateSchema, PointsTransactionSchema } from '../schemas/points-schemas.js';
@@ -18,7 +18,7 @@ export const pointsRoutes = createRouter().openapi(
     description:
       'A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; ' +
       'a retry with the same `Idempotency-Key` replays the first response. 422 `insufficient_points` for a debit beyond the balance; ' +
-      '422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1.',
+      '422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1, or an earn whose tier multiplier would credit more than 1,000,000,000 points.',
     middleware: guard(['points:write']),
     request: { params: CustomerIdParamSchema, body: jsonBody(PointsTransactionCreateSchema) },
     responses: {
@@ -31,7 +31,7 @@ export const pointsRoutes = createRouter().openapi(
     const body = c.req.valid('json');
     const { services } = c.var;
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      services.commands.customers.recordPoints(commandContext(c), customer_id, {
+      services.commands.customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
         pointsType: body.type,
         amount: body.amount,
         applyMultiplier: body.apply_multiplier ?? false,

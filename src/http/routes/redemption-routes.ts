@@ -2,13 +2,13 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
 import type { EventData } from '../../events/catalogue.js';
-import { commandContext } from '../command-context.js';
-import { refusingDuplicates } from '../duplicate-reference.js';
+import { commandContext } from './command-context.js';
+import { refusingDuplicates } from './duplicate-reference.js';
 import type { AppEnv } from '../env.js';
-import { listResponse } from '../list-response.js';
+import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentRedemption, presentRewardRedeemed } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentRedemption, presentRewardRedeemed } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { RedemptionCreateSchema, RedemptionParamsSchema, RedemptionSchema } from '../schemas/program-schemas.js';
@@ -40,7 +40,7 @@ export const redemptionRoutes = createRouter()
       const { customer_id } = c.req.valid('param');
       const body = c.req.valid('json');
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        c.var.services.commands.redemptions.redeem(commandContext(c), {
+        c.var.services.commands.redemptions.redeem(commandContext(c, { status: 201, present: presentRewardRedeemed }), {
           customerId: customer_id,
           rewardId: body.reward_id,
           reference: body.reference ?? null,

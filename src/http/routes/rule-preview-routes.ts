@@ -1,9 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
-import { eventPoints, rulePoints, conditionHolds } from '../../commands/program/rules.js';
+import { conditionHolds, eventPoints, rulePoints } from '../../commands/index.js';
 import { errors } from '../../errors.js';
 import type { Rule } from '../../events/program-events.js';
 import { guard } from '../middleware/guard.js';
-import { createRouter } from '../router.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { RulePreviewResultSchema, RulePreviewSchema } from '../schemas/dashboard-schemas.js';
 import { EventTypeNameParamSchema } from '../schemas/program-schemas.js';

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { errors } from '../../errors.js';
 import { guard } from '../middleware/guard.js';
-import { createRouter } from '../router.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { MAX_STATS_DAYS, StatsQuerySchema, StatsSchema } from '../schemas/dashboard-schemas.js';
 

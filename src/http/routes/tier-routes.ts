@@ -1,12 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
-import { commandContext } from '../command-context.js';
+import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
-import { listResponse } from '../list-response.js';
+import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentTier } from '../presenters.js';
-import { createRouter } from '../router.js';
+import { presentTier } from '../presenters/presenters.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { TierCreateSchema, TierIdParamSchema, TierSchema, TierUpdateSchema } from '../schemas/program-schemas.js';
 

@@ -1,14 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import type { WebhookEndpointRow } from '../../db/schema.js';
 import { errors } from '../../errors.js';
 import { newId } from '../../ids.js';
-import type { AttemptRow } from '../../webhooks/webhook-queries.js';
-import { commandContext } from '../command-context.js';
+import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
-import { listResponse } from '../list-response.js';
+import { listResponse } from '../presenters/list-response.js';
+import { presentDelivery, presentWebhook } from '../presenters/webhook-presenters.js';
 import { guard } from '../middleware/guard.js';
-import { createRouter } from '../router.js';
+import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import {
   DeliverySchema,
@@ -22,36 +21,6 @@ import {
 
 const tags = ['Webhooks'];
 const middleware = guard(['webhooks:write']);
-
-function presentWebhook(row: WebhookEndpointRow) {
-  return {
-    id: row.id,
-    url: row.url,
-    events: row.events,
-    description: row.description,
-    active: row.active,
-    disabled_reason: row.disabled_reason,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    deleted_at: row.deleted_at?.toISOString() ?? null,
-  };
-}
-
-function presentDelivery(row: AttemptRow) {
-  return {
-    id: row.id,
-    message_id: row.message_id,
-    event_type: row.event_type,
-    attempt: row.attempt,
-    attempted_at: row.attempted_at.toISOString(),
-    status_code: row.status_code,
-    duration_ms: row.duration_ms,
-    response_excerpt: row.response_excerpt,
-    error: row.error,
-    message_status: row.message_status,
-    next_attempt_at: row.message_status === 'pending' ? row.next_attempt_at.toISOString() : null,
-  };
-}
 
 async function webhookOr404(c: Context<AppEnv>, webhookId: string) {
   const row = await c.var.services.queries.webhooks.endpoint(c.var.principal.businessId, webhookId);

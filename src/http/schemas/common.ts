@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { MAX_BODY_SIZE_TEXT } from '../middleware/body-size.js';
 
 const MAX_METADATA_BYTES = 8 * 1024;
 
@@ -44,7 +45,7 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
     403: 'The key lacks a permission, is public on a write, or a plan limit was reached.',
     404: 'Unknown id (including another business’s).',
     409: 'Conflict (see the error code).',
-    413: 'Body over 64 KiB.',
+    413: `Body over ${MAX_BODY_SIZE_TEXT}.`,
     415: 'Body sent without Content-Type: application/json.',
     422: 'The request is valid but cannot be carried out (see the error code).',
     503: 'A store is unreachable; nothing was written.',

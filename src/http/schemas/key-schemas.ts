@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { PERMISSIONS } from '../../commands/api-key/permissions.js';
+import { PERMISSIONS } from '../../events/permissions.js';
 import { TimestampSchema } from './common.js';
 
 export const KeyCreateSchema = z

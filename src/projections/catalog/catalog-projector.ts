@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
-import { streams } from '../../commands/streams.js';
+import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
 import type { EventData, EventType } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../store/event-store.js';

@@ -1,8 +1,9 @@
-import { streams } from '../../commands/streams.js';
+import { streams } from '../../events/streams.js';
 import type { EventData } from '../../events/catalogue.js';
 import type { StoredEvent } from '../../store/event-store.js';
+import type { LedgerType } from '../../db/schema.js';
 
-export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled';
+export type { LedgerType };
 
 /** One line of a customer's points ledger, as the API shows it and `ledger_entries` stores it. */
 export interface LedgerEntry {

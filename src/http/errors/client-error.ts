@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { newId } from '../ids.js';
+import { newId } from '../../ids.js';
 
 /** What Node's HTTP parser reports (`HPE_*` codes from llhttp, or a socket error such as `ECONNRESET`). */
 export interface ClientError extends Error {

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** Permission names (CONTRACT.md §2). */
 export const PERMISSIONS = [
   'customers:read',
@@ -25,4 +27,9 @@ export function missingPermission(holder: readonly string[], wanted: readonly st
 /** The permissions a new key gets: a public key the fixed read set, a private key its list or all. */
 export function permissionsForNewKey(type: 'private' | 'public', requested: readonly Permission[] | null | undefined): Permission[] {
   return type === 'public' ? [...PUBLIC_KEY_PERMISSIONS] : [...new Set(requested ?? PERMISSIONS)];
+}
+
+/** The only place a key's hash is computed: stored at creation (`ApiKeyCreated.key_hash`), looked up on every request. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
 }

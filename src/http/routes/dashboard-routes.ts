@@ -3,11 +3,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { ApiError } from '../errors.js';
-import type { AppEnv } from './env.js';
+import { ApiError } from '../../errors.js';
+import type { AppEnv } from '../env.js';
 
-/** Where `npm run build` puts the dashboard (vite, dashboard/vite.config.ts): `<package>/dist/dashboard`, from src/http or dist/http alike. */
-export const DASHBOARD_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/dashboard');
+/** Where `npm run build` puts the dashboard (vite, dashboard/vite.config.ts): `<package>/dist/dashboard`, from src/http/routes or dist/http/routes alike. */
+export const DASHBOARD_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/dashboard');
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',

@@ -1,10 +1,12 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
-import { DatabaseNotAnswering } from '../db/query-deadline.js';
-import { ApiError, errors, type ValidationIssue } from '../errors.js';
-import type { AppEnv } from './env.js';
+import { DatabaseNotAnswering } from '../../db/query-deadline.js';
+import { ApiError, errors, type ValidationIssue } from '../../errors.js';
+import type { AppEnv } from '../env.js';
+import { AnswerAlreadyStored, CommitOutcomeUnknown } from '../../store/event-store.js';
 import { redactSecrets } from './redact-secrets.js';
+import { payloadTooLarge } from '../middleware/body-size.js';
 
 /**
  * PostgreSQL/driver failures that mean "the store is not available", answered 503 rather than 500:
@@ -33,12 +35,14 @@ function isUnavailable(error: unknown): boolean {
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof HTTPException) {
-    if (error.status === 413) return new ApiError(413, 'payload_too_large', 'The request body is larger than 64 KiB.');
+    if (error.status === 413) return payloadTooLarge();
     if (error.status === 415) {
       return new ApiError(415, 'unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
     }
     if (error.status === 400) return errors.invalidJson();
   }
+  if (error instanceof CommitOutcomeUnknown) return errors.outcomeUnknown();
+  if (error instanceof AnswerAlreadyStored) return errors.retryLater('Another attempt of this request was answered meanwhile; retry to receive its answer.');
   if (isUnavailable(error)) return errors.unavailable();
   return new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged with the request id.');
 }

@@ -2,8 +2,8 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Services } from '../services.js';
-import type { AppEnv } from './env.js';
+import type { Services } from '../../services.js';
+import type { AppEnv } from '../env.js';
 
 /** Lag (events) past which /readyz answers 503: the read models are too far behind to serve. */
 const READY_MAX_LAG = 10_000;

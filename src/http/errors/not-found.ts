@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../../errors.js';
 
 /**
  * 404 `not_found` for unknown paths, 405 `method_not_allowed` (with `Allow`) for known paths

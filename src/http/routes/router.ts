@@ -1,8 +1,8 @@
 import { OpenAPIHono, type RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import { errors } from '../errors.js';
-import type { AppEnv } from './env.js';
-import { validationError } from './error-response.js';
+import { errors } from '../../errors.js';
+import type { AppEnv } from '../env.js';
+import { validationError } from '../errors/error-response.js';
 
 const TARGET_PREFIX: Record<string, string[]> = { query: ['query'], param: ['path'], header: ['header'] };
 

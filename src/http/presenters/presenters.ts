@@ -1,9 +1,9 @@
-import type { RecordedEvent } from '../commands/customer/customer-stream.js';
-import { streams } from '../commands/streams.js';
-import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../db/schema.js';
-import type { EventData } from '../events/catalogue.js';
-import { type LedgerEntry, ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
-import type { StoredEvent } from '../store/event-store.js';
+import type { RecordedEvent } from '../../commands/index.js';
+import { streams } from '../../events/streams.js';
+import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
+import type { EventData } from '../../events/catalogue.js';
+import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
+import type { StoredEvent } from '../../store/event-store.js';
 
 /** The tier a customer holds, as stored on the customer row. */
 export interface CustomerTier {

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import type { Page } from '../projections/page.js';
+import type { Page } from '../../projections/page.js';
 
 /**
  * A list answer (CONTRACT.md §4): the items as a JSON array and, when more remain, an RFC 8288

@@ -1,4 +1,4 @@
-import { errors } from '../errors.js';
+import { errors } from '../../errors.js';
 
 /** Deepest nesting of objects and arrays a request body may have (CONTRACT.md §3). */
 export const MAX_JSON_DEPTH = 32;

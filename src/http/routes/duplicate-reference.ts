@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
-import { DuplicateReference } from '../commands/customer/customer-stream.js';
-import { ApiError } from '../errors.js';
-import type { AppEnv } from './env.js';
-import { presentEvent, presentRedemption, presentTransaction } from './presenters.js';
+import { DuplicateReference } from '../../commands/index.js';
+import { ApiError } from '../../errors.js';
+import type { AppEnv } from '../env.js';
+import { presentEvent, presentRedemption, presentTransaction } from '../presenters/presenters.js';
 
 /**
  * Runs a command that records something under a `reference`; a reused reference becomes 409

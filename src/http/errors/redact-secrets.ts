@@ -1,4 +1,4 @@
-import { KEY_PREFIXES } from '../commands/api-key/permissions.js';
+import { KEY_PREFIXES } from '../../events/permissions.js';
 
 const SECRET_SHAPES = new RegExp(`(${KEY_PREFIXES.private}|${KEY_PREFIXES.public})[0-9A-Za-z]{16,}|(whsec_)[0-9A-Za-z+/=]{16,}`, 'g');
 

@@ -1,0 +1,14 @@
+/**
+ * The command side's entry point: what the edges (HTTP, CLI, composition) may use of it. Everything
+ * else under `src/commands` (loading, deciding, appending, caching) is its own business.
+ */
+export { apiKeyCommands, type ApiKeyCommands, type CreateKeyInput } from './api-key/api-key-commands.js';
+export { businessCommands, type BusinessCommands } from './business/business-commands.js';
+export { customerCommands, type CustomerCommands, type RecordPointsInput } from './customer/customer-commands.js';
+export { DuplicateReference, type RecordedEvent } from './customer/customer-stream.js';
+export { eventCommands, type EventCommands, type RecordEventInput } from './customer/event-commands.js';
+export { redemptionCommands, type RedemptionCommands, type RedeemInput } from './customer/redemption-commands.js';
+export { programCommands, type ProgramCommands } from './program/program-commands.js';
+export { rewardCommands, type RewardCommands } from './reward/reward-commands.js';
+export { webhookCommands, type WebhookCommands, type WebhookInput } from './webhook/webhook-commands.js';
+export { conditionHolds, eventPoints, rulePoints } from './program/rules.js';

@@ -1,0 +1,34 @@
+import type { WebhookEndpointRow } from '../../db/schema.js';
+import type { AttemptRow } from '../../webhooks/webhook-queries.js';
+
+/** A webhook endpoint as the API shows it (`WebhookSchema`). */
+export function presentWebhook(row: WebhookEndpointRow) {
+  return {
+    id: row.id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    active: row.active,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    deleted_at: row.deleted_at?.toISOString() ?? null,
+  };
+}
+
+/** A delivery attempt as the API shows it (`DeliverySchema`). */
+export function presentDelivery(row: AttemptRow) {
+  return {
+    id: row.id,
+    message_id: row.message_id,
+    event_type: row.event_type,
+    attempt: row.attempt,
+    attempted_at: row.attempted_at.toISOString(),
+    status_code: row.status_code,
+    duration_ms: row.duration_ms,
+    response_excerpt: row.response_excerpt,
+    error: row.error,
+    message_status: row.message_status,
+    next_attempt_at: row.message_status === 'pending' ? row.next_attempt_at.toISOString() : null,
+  };
+}

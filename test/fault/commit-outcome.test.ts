@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProvisionedBusiness } from '../../src/cli/provision.js';
+import { openDatabase } from '../../src/db/database.js';
+import { migrateToLatest } from '../../src/db/migrations.js';
+import { PgProxy } from '../support/pg-proxy.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+import { createServerDatabase } from '../support/test-database.js';
+
+const SERVER_URL = process.env.DATABASE_URL;
+
+/**
+ * An append whose COMMIT reached the server, but whose answer never came back (issue 12, CONTRACT.md
+ * §5 and §12): the write is applied once, whatever the client then does. The connection is lost
+ * on the real server through a proxy; an embedded store has no connection to lose.
+ */
+describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL server; embedded PGlite has no connection to lose)', () => {
+  let proxy: PgProxy;
+  let app: TestApp;
+  let business: ProvisionedBusiness;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const created = await createServerDatabase(SERVER_URL!);
+    drop = created.drop;
+    proxy = await PgProxy.start(created.url);
+    const database = await openDatabase({ databaseUrl: proxy.url(created.url) });
+    await migrateToLatest(database.db);
+    app = await startTestApp({ database });
+    business = await app.business();
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  async function newCustomer(): Promise<string> {
+    const created = await app.request('POST', '/api/v1/customers', { key: business.private_key, body: { email: `c-${Math.random().toString(36).slice(2)}@example.com` } });
+    expect(created.status).toBe(201);
+    return created.body.id as string;
+  }
+
+  /** The balance once the read models hold every committed event (an unanswered write is not waited for). */
+  async function balanceOf(customerId: string): Promise<number> {
+    await app.services.projections.settle(await app.services.store.headPosition());
+    const found = await app.request('GET', `/api/v1/customers/${customerId}`, { key: business.private_key });
+    expect(found.status).toBe(200);
+    return found.body.points_balance as number;
+  }
+
+  function earn(customerId: string, headers: Record<string, string> = {}) {
+    return app.request('POST', `/api/v1/customers/${customerId}/points/transaction`, {
+      key: business.private_key,
+      headers,
+      body: { type: 'earn', amount: 10, description: 'order 1' },
+    });
+  }
+
+  it('answers 503 saying the outcome is unknown, and a retry with the Idempotency-Key replays the 201 of the write that committed', async () => {
+    const customerId = await newCustomer();
+    const lost = proxy.loseNextCommitAnswer(/insert into events/i);
+    const first = await earn(customerId, { 'idempotency-key': 'lost-answer-1' });
+    await lost;
+    expect(first.status).toBe(503);
+    expect(first.body.code).toBe('unavailable');
+    expect(first.body.message).toMatch(/may or may not have been applied/);
+
+    const retry = await earn(customerId, { 'idempotency-key': 'lost-answer-1' });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.body).toMatchObject({ customer_id: customerId, type: 'earn', amount: 10, balance: 10 });
+    expect(await balanceOf(customerId)).toBe(10);
+
+    const ledger = await app.request('GET', `/api/v1/customers/${customerId}/transactions`, { key: business.private_key });
+    expect(ledger.body.map((t: { id: string }) => t.id)).toEqual([retry.body.id]);
+  });
+
+  it('never runs an append whose commit answer was lost again by itself: without a key it is applied once', async () => {
+    const customerId = await newCustomer();
+    const lost = proxy.loseNextCommitAnswer(/insert into events/i);
+    const first = await earn(customerId);
+    await lost;
+    expect(first.status).toBe(503);
+    expect(await balanceOf(customerId)).toBe(10);
+  });
+});
