@@ -24,7 +24,9 @@ export function PointsChart({ days }: { days: DayFigures[] }) {
   const chart = useRef<HTMLDivElement>(null);
   useEffect(() => {
     if (!chart.current) return;
-    const every = Math.ceil(days.length / 8);
+    // On a phone a day is ~10 px wide: thinner bars closer together, and fewer date labels.
+    const narrow = chart.current.clientWidth < 560;
+    const every = Math.ceil(days.length / (narrow ? 5 : 8));
     const drawn = new BarChart(
       chart.current,
       {
@@ -33,10 +35,10 @@ export function PointsChart({ days }: { days: DayFigures[] }) {
       },
       {
         height: 260,
-        seriesBarDistance: 6,
+        seriesBarDistance: narrow ? 3 : 6,
         axisX: { showGrid: false, labelInterpolationFnc: (value: unknown, index: number) => (index % every === 0 ? String(value) : null) },
         axisY: { onlyInteger: true, labelInterpolationFnc: (value: unknown) => formatNumber(Number(value)) },
-        chartPadding: { top: 10, right: 10, bottom: 0, left: 20 },
+        chartPadding: { top: 10, right: 10, bottom: 0, left: narrow ? 8 : 20 },
       },
     );
     return () => drawn.detach();
@@ -46,7 +48,10 @@ export function PointsChart({ days }: { days: DayFigures[] }) {
   return (
     <figure class="chart" aria-labelledby="points-chart-title">
       <figcaption id="points-chart-title">
-        Points per day, {days[0]?.date} to {days.at(-1)?.date} (UTC)
+        Points per day{' '}
+        <span class="muted small nowrap">
+          {days[0]?.date} to {days.at(-1)?.date} (UTC)
+        </span>
       </figcaption>
       <ul class="legend" aria-hidden="true">
         {SERIES.map((s) => (

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError } from '../api.js';
 import { PageHeader } from '../components/layout.js';
+import { Pager, useCursor } from '../components/pager.js';
+import { type Column, DataTable, Listing } from '../components/data-table.js';
 import { Empty, Field, FormError, LoadError, Loading, Num, Time } from '../components/ui.js';
 import { formatChange, formatNumber } from '../format.js';
 import { useLoad } from '../load.js';
@@ -215,73 +217,40 @@ const LEDGER_LABELS: Record<string, string> = {
 };
 const DEBITS = new Set(['deduct', 'redemption', 'expire', 'reversal']);
 
+const LEDGER_COLUMNS: Column<Transaction>[] = [
+  { header: 'When', cell: (t) => <Time iso={t.created_at} /> },
+  {
+    header: 'What',
+    cell: (t) => (
+      <>
+        {LEDGER_LABELS[t.type] ?? t.type}
+        {t.description && <div class="muted small">{t.description}</div>}
+      </>
+    ),
+  },
+  {
+    header: 'Points',
+    numeric: true,
+    cell: (t) => <span class={DEBITS.has(t.type) ? 'debit' : 'credit'}>{formatChange(DEBITS.has(t.type) ? -t.amount : t.amount)}</span>,
+  },
+  { header: 'Balance after', numeric: true, cell: (t) => <Num value={t.balance} /> },
+  { header: 'Reference', wide: true, cell: (t) => <span class="mono small">{t.reference ?? ''}</span> },
+];
+
 function Ledger({ customerId, version }: { customerId: string; version: number }) {
-  const [cursors, setCursors] = useState<Array<string | null>>([null]);
-  const after = cursors.at(-1);
-  const ledger = useLoad(
-    () => api.page<Transaction>(`/customers/${encodeURIComponent(customerId)}/transactions?limit=50${after ? `&starting_after=${encodeURIComponent(after)}` : ''}`),
-    [customerId, after, version],
-  );
+  const cursor = useCursor();
+  const ledger = useLoad(() => api.page<Transaction>(`/customers/${encodeURIComponent(customerId)}/transactions?limit=50${cursor.query()}`), [customerId, cursor.after, version]);
   return (
     <section class="card" aria-labelledby="ledger-title">
       <h2 id="ledger-title">Ledger</h2>
-      {ledger.error ? (
-        <LoadError error={ledger.error} />
-      ) : !ledger.data ? (
-        <Loading />
-      ) : ledger.data.items.length === 0 ? (
-        <Empty title="No points moved yet.">Award points above, or record an event for this customer through the API.</Empty>
-      ) : (
-        <>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col" class="num">
-                    Points
-                  </th>
-                  <th scope="col" class="num">
-                    Balance after
-                  </th>
-                  <th scope="col" class="hide-narrow">
-                    Reference
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {ledger.data.items.map((t) => (
-                  <tr key={t.id}>
-                    <td>
-                      <Time iso={t.created_at} />
-                    </td>
-                    <td>
-                      {LEDGER_LABELS[t.type] ?? t.type}
-                      {t.description && <div class="muted small">{t.description}</div>}
-                    </td>
-                    <td class={`num ${DEBITS.has(t.type) ? 'debit' : 'credit'}`}>{formatChange(DEBITS.has(t.type) ? -t.amount : t.amount)}</td>
-                    <td class="num">
-                      <Num value={t.balance} />
-                    </td>
-                    <td class="hide-narrow mono small">{t.reference ?? ''}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          {(cursors.length > 1 || ledger.data.next) && (
-            <div class="pager">
-              <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-                Earlier lines
-              </button>
-              <button type="button" disabled={!ledger.data.next} onClick={() => ledger.data?.next && setCursors([...cursors, ledger.data.next])}>
-                Later lines
-              </button>
-            </div>
-          )}
-        </>
-      )}
+      <Listing loaded={ledger} empty={<Empty title="No points moved yet.">Award points above, or record an event for this customer through the API.</Empty>}>
+        {(items, next) => (
+          <>
+            <DataTable rows={items} columns={LEDGER_COLUMNS} rowKey={(t) => t.id} />
+            <Pager cursor={cursor} next={next} labels={['Earlier lines', 'Later lines']} />
+          </>
+        )}
+      </Listing>
     </section>
   );
 }
@@ -291,69 +260,56 @@ function Redemptions({ customerId, version, onCancelled, canCancel }: { customer
   const rewards = useLoad(() => api.page<Reward>('/rewards?limit=200'), [version]);
   const { submit, busy, error } = useSubmission();
   const title = (rewardId: string) => rewards.data?.items.find((r) => r.id === rewardId)?.title ?? rewardId;
+  const columns: Column<Redemption>[] = [
+    { header: 'When', cell: (r) => <Time iso={r.created_at} /> },
+    { header: 'Reward', cell: (r) => title(r.reward_id) },
+    { header: 'Points', numeric: true, cell: (r) => <Num value={r.points_cost} /> },
+    { header: 'Status', cell: (r) => <span class={`pill pill-${r.status}`}>{r.status}</span> },
+  ];
+  if (canCancel) {
+    columns.push({
+      header: 'Action',
+      cell: (r) =>
+        r.status === 'completed' && (
+          <button
+            type="button"
+            class="small-button"
+            disabled={busy}
+            aria-label={`Cancel redemption ${r.id}`}
+            onClick={async () => {
+              if (await submit('POST', `/customers/${encodeURIComponent(customerId)}/redemptions/${r.id}/cancel`, {})) onCancelled();
+            }}
+          >
+            Cancel
+          </button>
+        ),
+    });
+  }
   return (
     <section class="card" aria-labelledby="redemptions-title">
       <h2 id="redemptions-title">Redemptions</h2>
       <FormError error={error} />
-      {redemptions.error ? (
-        <LoadError error={redemptions.error} />
-      ) : !redemptions.data ? (
-        <Loading />
-      ) : redemptions.data.items.length === 0 ? (
-        <Empty title="No redemptions yet." />
-      ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Reward</th>
-                <th scope="col" class="num">
-                  Points
-                </th>
-                <th scope="col">Status</th>
-                {canCancel && <th scope="col">Action</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {redemptions.data.items.map((r) => (
-                <tr key={r.id}>
-                  <td>
-                    <Time iso={r.created_at} />
-                  </td>
-                  <td>{title(r.reward_id)}</td>
-                  <td class="num">
-                    <Num value={r.points_cost} />
-                  </td>
-                  <td>
-                    <span class={`pill pill-${r.status}`}>{r.status}</span>
-                  </td>
-                  {canCancel && (
-                    <td>
-                      {r.status === 'completed' && (
-                        <button
-                          type="button"
-                          class="small-button"
-                          disabled={busy}
-                          aria-label={`Cancel redemption ${r.id}`}
-                          onClick={async () => {
-                            if (await submit('POST', `/customers/${encodeURIComponent(customerId)}/redemptions/${r.id}/cancel`, {})) onCancelled();
-                          }}
-                        >
-                          Cancel
-                        </button>
-                      )}
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <Listing loaded={redemptions} empty={<Empty title="No redemptions yet." />}>
+        {(items) => <DataTable rows={items} columns={columns} rowKey={(r) => r.id} />}
+      </Listing>
     </section>
   );
 }
+
+const STREAM_COLUMNS: Column<StreamEvent>[] = [
+  { header: '#', numeric: true, cell: (e) => e.position },
+  {
+    header: 'Event',
+    cell: (e) => (
+      <details>
+        <summary>{e.type}</summary>
+        <pre>{JSON.stringify(e.data, null, 2)}</pre>
+      </details>
+    ),
+  },
+  { header: 'Recorded', cell: (e) => <Time iso={e.recorded_at} /> },
+  { header: 'Hash', wide: true, cell: (e) => <span class="mono small">{String(e.metadata.hash ?? '').slice(0, 12)}</span> },
+];
 
 function Stream({ customerId, version }: { customerId: string; version: number }) {
   const stream = useLoad(() => api.page<StreamEvent>(`/customers/${encodeURIComponent(customerId)}/stream?limit=200`), [customerId, version]);
@@ -361,46 +317,14 @@ function Stream({ customerId, version }: { customerId: string; version: number }
     <section class="card" aria-labelledby="stream-title">
       <h2 id="stream-title">Event stream</h2>
       <ChainCheck customerId={customerId} version={version} />
-      {stream.error ? (
-        <LoadError error={stream.error} />
-      ) : !stream.data ? (
-        <Loading />
-      ) : (
-        <div class="table-wrap">
-          <table class="stream">
-            <thead>
-              <tr>
-                <th scope="col" class="num">
-                  #
-                </th>
-                <th scope="col">Event</th>
-                <th scope="col">Recorded</th>
-                <th scope="col" class="hide-narrow">
-                  Hash
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {stream.data.items.map((e) => (
-                <tr key={e.position}>
-                  <td class="num">{e.position}</td>
-                  <td>
-                    <details>
-                      <summary>{e.type}</summary>
-                      <pre>{JSON.stringify(e.data, null, 2)}</pre>
-                    </details>
-                  </td>
-                  <td>
-                    <Time iso={e.recorded_at} />
-                  </td>
-                  <td class="hide-narrow mono small">{String(e.metadata.hash ?? '').slice(0, 12)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {stream.data.next && <p class="muted small">Showing the first 200 events.</p>}
-        </div>
-      )}
+      <Listing loaded={stream} empty={<Empty title="No events." />}>
+        {(items, next) => (
+          <>
+            <DataTable rows={items} columns={STREAM_COLUMNS} rowKey={(e) => e.position} />
+            {next && <p class="muted small">Showing the first 200 events.</p>}
+          </>
+        )}
+      </Listing>
     </section>
   );
 }

@@ -1,7 +1,9 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { api, ApiError, type Page } from '../api.js';
+import { type Column, DataTable } from '../components/data-table.js';
 import { PageHeader } from '../components/layout.js';
+import { Pager, useCursor } from '../components/pager.js';
 import { Empty, Field, FormError, LoadError, Loading, Num, Time } from '../components/ui.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
@@ -35,10 +37,8 @@ export function CustomersPage() {
   const { readOnly, can } = useMe();
   const [term, setTerm] = useState('');
   const [query, setQuery] = useState('');
-  // Keyset pages: the cursors of the pages before this one, to go back.
-  const [cursors, setCursors] = useState<Array<string | null>>([null]);
-  const after = cursors.at(-1) ?? null;
-  const list = useLoad(() => search(query, after, readOnly), [query, after, readOnly]);
+  const cursor = useCursor();
+  const list = useLoad(() => search(query, cursor.after, readOnly), [query, cursor.after, readOnly]);
 
   return (
     <>
@@ -49,7 +49,7 @@ export function CustomersPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setQuery(term.trim());
-          setCursors([null]);
+          cursor.reset();
         }}
       >
         <label for="customer-search">Search customers</label>
@@ -79,15 +79,8 @@ export function CustomersPage() {
       ) : (
         list.data && (
           <section class="card">
-            <CustomerTable customers={list.data.items} />
-            <div class="pager">
-              <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-                Previous page
-              </button>
-              <button type="button" disabled={!list.data.next} onClick={() => list.data?.next && setCursors([...cursors, list.data.next])}>
-                Next page
-              </button>
-            </div>
+            <DataTable rows={list.data.items} columns={CUSTOMER_COLUMNS} rowKey={(c) => c.id} />
+            <Pager cursor={cursor} next={list.data.next} />
           </section>
         )
       )}
@@ -96,47 +89,21 @@ export function CustomersPage() {
   );
 }
 
-function CustomerTable({ customers }: { customers: Customer[] }) {
-  return (
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Customer</th>
-            <th scope="col" class="hide-narrow">
-              Email
-            </th>
-            <th scope="col">Tier</th>
-            <th scope="col" class="num">
-              Points
-            </th>
-            <th scope="col" class="hide-narrow">
-              Since
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {customers.map((c) => (
-            <tr key={c.id}>
-              <td>
-                <a href={`/dashboard/customers/${c.id}`}>{customerName(c)}</a>
-                <div class="muted small mono">{c.id}</div>
-              </td>
-              <td class="hide-narrow">{c.email ?? <span class="muted">—</span>}</td>
-              <td>{c.tier?.name ?? <span class="muted">—</span>}</td>
-              <td class="num">
-                <Num value={c.points_balance} />
-              </td>
-              <td class="hide-narrow">
-                <Time iso={c.created_at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
+const CUSTOMER_COLUMNS: Column<Customer>[] = [
+  {
+    header: 'Customer',
+    cell: (c) => (
+      <>
+        <a href={`/dashboard/customers/${c.id}`}>{customerName(c)}</a>
+        <div class="muted small mono">{c.id}</div>
+      </>
+    ),
+  },
+  { header: 'Email', wide: true, cell: (c) => c.email ?? <span class="muted">—</span> },
+  { header: 'Tier', cell: (c) => c.tier?.name ?? <span class="muted">—</span> },
+  { header: 'Points', numeric: true, cell: (c) => <Num value={c.points_balance} /> },
+  { header: 'Since', wide: true, cell: (c) => <Time iso={c.created_at} /> },
+];
 
 const FIELDS = [
   ['email', 'Email', 'email'],

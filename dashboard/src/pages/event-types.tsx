@@ -1,13 +1,39 @@
 import { useState } from 'preact/hooks';
 import { api, ApiError, NetworkError } from '../api.js';
 import { PageHeader } from '../components/layout.js';
-import { Empty, Field, FormError, LoadError, Loading, Num, ReadOnlyNote } from '../components/ui.js';
+import { type Column, DataTable, Listing } from '../components/data-table.js';
+import { Empty, Field, FormError, Num, ReadOnlyNote } from '../components/ui.js';
 import { formBody, parseJsonField } from '../form-data.js';
 import { formatNumber } from '../format.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
 import { useSubmission } from '../submission.js';
 import type { EventType } from '../types.js';
+
+const EVENT_TYPE_COLUMNS: Column<EventType>[] = [
+  {
+    header: 'Name',
+    cell: (t) => (
+      <>
+        {t.display_name}
+        <div class="muted small mono">{t.name}</div>
+      </>
+    ),
+  },
+  { header: 'Default points', numeric: true, cell: (t) => <Num value={t.default_points} /> },
+  {
+    header: 'Rules',
+    cell: (t) =>
+      t.rules.length === 0 ? (
+        <span class="muted">none</span>
+      ) : (
+        <details>
+          <summary>{t.rules.length === 1 ? '1 rule' : `${t.rules.length} rules`}</summary>
+          <pre>{JSON.stringify(t.rules, null, 2)}</pre>
+        </details>
+      ),
+  },
+];
 
 export function EventTypesPage() {
   const { can } = useMe();
@@ -16,50 +42,9 @@ export function EventTypesPage() {
     <>
       <PageHeader title="Event types" />
       <section class="card">
-        {types.error ? (
-          <LoadError error={types.error} />
-        ) : !types.data ? (
-          <Loading />
-        ) : types.data.items.length === 0 ? (
-          <Empty title="No event types yet.">Create one below (for example “purchase” with 1 point per unit spent); your shop then records events of that type.</Empty>
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col" class="num">
-                    Default points
-                  </th>
-                  <th scope="col">Rules</th>
-                </tr>
-              </thead>
-              <tbody>
-                {types.data.items.map((t) => (
-                  <tr key={t.id}>
-                    <td>
-                      {t.display_name}
-                      <div class="muted small mono">{t.name}</div>
-                    </td>
-                    <td class="num">
-                      <Num value={t.default_points} />
-                    </td>
-                    <td>
-                      {t.rules.length === 0 ? (
-                        <span class="muted">none</span>
-                      ) : (
-                        <details>
-                          <summary>{t.rules.length === 1 ? '1 rule' : `${t.rules.length} rules`}</summary>
-                          <pre>{JSON.stringify(t.rules, null, 2)}</pre>
-                        </details>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <Listing loaded={types} empty={<Empty title="No event types yet.">Create one below (for example “purchase” with 1 point per unit spent); your shop then records events of that type.</Empty>}>
+          {(items) => <DataTable rows={items} columns={EVENT_TYPE_COLUMNS} rowKey={(t) => t.id} />}
+        </Listing>
       </section>
       {types.data && types.data.items.length > 0 && <RulePreview types={types.data.items} />}
       {can('rewards:write') ? <CreateEventType onCreated={types.reload} /> : <ReadOnlyNote what="creating event types" />}

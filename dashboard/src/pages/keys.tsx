@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { PageHeader } from '../components/layout.js';
-import { Empty, Field, FormError, LoadError, Loading, Time } from '../components/ui.js';
+import { DataTable, Listing } from '../components/data-table.js';
+import { Empty, Field, FormError, Time } from '../components/ui.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
 import { useSubmission } from '../submission.js';
@@ -34,64 +35,51 @@ function Keys() {
       {created?.key && <SecretOnce label={`New ${created.type} key${created.name ? ` “${created.name}”` : ''}`} value={created.key} onDismiss={() => setCreated(null)} />}
       <section class="card">
         <FormError error={revoke.error} />
-        {keys.error ? (
-          <LoadError error={keys.error} />
-        ) : !keys.data ? (
-          <Loading />
-        ) : keys.data.items.length === 0 ? (
-          <Empty title="No keys." />
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col" class="hide-narrow">
-                    Permissions
-                  </th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Status</th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data.items.map((k) => (
-                  <tr key={k.id}>
-                    <td>
+        <Listing loaded={keys} empty={<Empty title="No keys." />}>
+          {(items) => (
+            <DataTable
+              rows={items}
+              rowKey={(k) => k.id}
+              columns={[
+                {
+                  header: 'Key',
+                  cell: (k) => (
+                    <>
                       {k.name ?? <span class="muted">unnamed</span>}
                       <div class="muted small mono">
                         {k.key_hint} · {k.type}
                         {k.id === me.id ? ' · this key' : ''}
                       </div>
-                    </td>
-                    <td class="hide-narrow small">{k.permissions.join(', ')}</td>
-                    <td>
-                      <Time iso={k.created_at} />
-                    </td>
-                    <td>
-                      {k.revoked_at ? (
-                        <span class="pill pill-cancelled">
-                          revoked <Time iso={k.revoked_at} />
-                        </span>
-                      ) : (
-                        <button
-                          type="button"
-                          class="small-button danger"
-                          disabled={revoke.busy}
-                          aria-label={`Revoke ${k.name ?? k.key_hint}`}
-                          onClick={async () => {
-                            if (confirm(`Revoke ${k.name ?? k.key_hint}? Requests with it fail from now on.`) && (await revoke.submit('DELETE', `/keys/${k.id}`))) keys.reload();
-                          }}
-                        >
-                          Revoke
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+                    </>
+                  ),
+                },
+                { header: 'Permissions', wide: true, cell: (k) => <span class="small">{k.permissions.join(', ')}</span> },
+                { header: 'Created', cell: (k) => <Time iso={k.created_at} /> },
+                {
+                  header: 'Status',
+                  cell: (k) =>
+                    k.revoked_at ? (
+                      <span class="pill pill-cancelled">
+                        revoked <Time iso={k.revoked_at} />
+                      </span>
+                    ) : (
+                      <button
+                        type="button"
+                        class="small-button danger"
+                        disabled={revoke.busy}
+                        aria-label={`Revoke ${k.name ?? k.key_hint}`}
+                        onClick={async () => {
+                          if (confirm(`Revoke ${k.name ?? k.key_hint}? Requests with it fail from now on.`) && (await revoke.submit('DELETE', `/keys/${k.id}`))) keys.reload();
+                        }}
+                      >
+                        Revoke
+                      </button>
+                    ),
+                },
+              ]}
+            />
+          )}
+        </Listing>
       </section>
       <CreateKey
         onCreated={(key) => {

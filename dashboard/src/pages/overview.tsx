@@ -1,4 +1,5 @@
 import { api } from '../api.js';
+import { type Column, DataTable } from '../components/data-table.js';
 import { PageHeader } from '../components/layout.js';
 import { type DayFigures, PointsChart } from '../components/points-chart.js';
 import { Empty, LoadError, Loading, Num } from '../components/ui.js';
@@ -13,6 +14,12 @@ interface Stats {
   outstanding: number;
   tiers: Array<{ tier_id: string | null; name: string | null; points_threshold: number | null; customers: number }>;
 }
+
+const TIER_COUNT_COLUMNS: Column<Stats['tiers'][number]>[] = [
+  { header: 'Tier', cell: (t) => t.name ?? <span class="muted">No tier yet</span> },
+  { header: 'From', numeric: true, cell: (t) => (t.points_threshold === null ? '—' : <Num value={t.points_threshold} />) },
+  { header: 'Customers', numeric: true, cell: (t) => <Num value={t.customers} /> },
+];
 
 export function OverviewPage() {
   const { readOnly } = useMe();
@@ -58,30 +65,7 @@ function OverviewFigures({ stats }: { stats: Stats }) {
         {stats.customers === 0 ? (
           <Empty title="No customers yet.">Create the first one on the customers page.</Empty>
         ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Tier</th>
-                <th scope="col" class="num">
-                  From
-                </th>
-                <th scope="col" class="num">
-                  Customers
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {stats.tiers.map((t) => (
-                <tr key={t.tier_id ?? 'none'}>
-                  <th scope="row">{t.name ?? <span class="muted">No tier yet</span>}</th>
-                  <td class="num">{t.points_threshold === null ? '—' : <Num value={t.points_threshold} />}</td>
-                  <td class="num">
-                    <Num value={t.customers} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <DataTable rows={stats.tiers} columns={TIER_COUNT_COLUMNS} rowKey={(t) => t.tier_id ?? 'none'} />
         )}
         {!tiered && stats.customers > 0 && <p class="muted">No tiers defined: add them on the tiers page to reward your best customers.</p>}
       </section>

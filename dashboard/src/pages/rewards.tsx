@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { PageHeader } from '../components/layout.js';
-import { Empty, Field, FormError, LoadError, Loading, Num, ReadOnlyNote, Time } from '../components/ui.js';
+import { type Column, DataTable, Listing } from '../components/data-table.js';
+import { Empty, Field, FormError, Num, ReadOnlyNote, Time } from '../components/ui.js';
 import { formBody } from '../form-data.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
@@ -8,6 +9,22 @@ import { useSubmission } from '../submission.js';
 import type { Reward } from '../types.js';
 
 const TYPES = ['digital', 'physical', 'discount', 'experience', 'achievement'];
+
+const REWARD_COLUMNS: Column<Reward>[] = [
+  {
+    header: 'Reward',
+    cell: (r) => (
+      <>
+        {r.title}
+        <div class="muted small">{r.reward_type}</div>
+      </>
+    ),
+  },
+  { header: 'Cost', numeric: true, cell: (r) => <Num value={r.points_cost} /> },
+  { header: 'Stock', numeric: true, cell: (r) => (r.stock_quantity === null ? '∞' : <Num value={r.stock_quantity} />) },
+  { header: 'Redeemed', numeric: true, cell: (r) => <Num value={r.redeemed_count} /> },
+  { header: 'Created', wide: true, cell: (r) => <Time iso={r.created_at} /> },
+];
 
 export function RewardsPage() {
   const { can } = useMe();
@@ -18,51 +35,17 @@ export function RewardsPage() {
       <PageHeader title="Rewards" />
       <section class="card">
         <FormError error={toggle.error} />
-        {rewards.error ? (
-          <LoadError error={rewards.error} />
-        ) : !rewards.data ? (
-          <Loading />
-        ) : rewards.data.items.length === 0 ? (
-          <Empty title="No rewards yet.">Create a reward below; customers can then redeem their points for it.</Empty>
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Reward</th>
-                  <th scope="col" class="num">
-                    Cost
-                  </th>
-                  <th scope="col" class="num">
-                    Stock
-                  </th>
-                  <th scope="col" class="num">
-                    Redeemed
-                  </th>
-                  <th scope="col" class="hide-narrow">
-                    Created
-                  </th>
-                  <th scope="col">Status</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rewards.data.items.map((r) => (
-                  <tr key={r.id}>
-                    <td>
-                      {r.title}
-                      <div class="muted small">{r.reward_type}</div>
-                    </td>
-                    <td class="num">
-                      <Num value={r.points_cost} />
-                    </td>
-                    <td class="num">{r.stock_quantity === null ? '∞' : <Num value={r.stock_quantity} />}</td>
-                    <td class="num">
-                      <Num value={r.redeemed_count} />
-                    </td>
-                    <td class="hide-narrow">
-                      <Time iso={r.created_at} />
-                    </td>
-                    <td>
+        <Listing loaded={rewards} empty={<Empty title="No rewards yet.">Create a reward below; customers can then redeem their points for it.</Empty>}>
+          {(items) => (
+            <DataTable
+              rows={items}
+              rowKey={(r) => r.id}
+              columns={[
+                ...REWARD_COLUMNS,
+                {
+                  header: 'Status',
+                  cell: (r) => (
+                    <>
                       <span class={`pill ${r.active ? 'pill-completed' : 'pill-cancelled'}`}>{r.active ? 'active' : 'inactive'}</span>
                       {can('rewards:write') && (
                         <button
@@ -77,13 +60,13 @@ export function RewardsPage() {
                           {r.active ? 'Deactivate' : 'Activate'}
                         </button>
                       )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+                    </>
+                  ),
+                },
+              ]}
+            />
+          )}
+        </Listing>
       </section>
       {can('rewards:write') ? <CreateReward onCreated={rewards.reload} /> : <ReadOnlyNote what="creating rewards" />}
     </>

@@ -1,11 +1,19 @@
 import { api } from '../api.js';
 import { PageHeader } from '../components/layout.js';
-import { Empty, Field, FormError, LoadError, Loading, Num, ReadOnlyNote } from '../components/ui.js';
+import { type Column, DataTable, Listing } from '../components/data-table.js';
+import { Empty, Field, FormError, Num, ReadOnlyNote } from '../components/ui.js';
 import { formBody } from '../form-data.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
 import { useSubmission } from '../submission.js';
 import type { Tier } from '../types.js';
+
+const TIER_COLUMNS: Column<Tier>[] = [
+  { header: 'Tier', cell: (t) => t.name },
+  { header: 'From (lifetime points)', numeric: true, cell: (t) => <Num value={t.points_threshold} /> },
+  { header: 'Multiplier', numeric: true, cell: (t) => `×${t.multiplier}` },
+  { header: 'Benefits', wide: true, cell: (t) => t.benefits.join(', ') || <span class="muted">—</span> },
+];
 
 export function TiersPage() {
   const { can } = useMe();
@@ -15,44 +23,9 @@ export function TiersPage() {
       <PageHeader title="Tiers" />
       <section class="card">
         <p class="muted">A customer holds the highest tier whose threshold their lifetime earned points reach; its multiplier applies to later earns that ask for it and to events.</p>
-        {tiers.error ? (
-          <LoadError error={tiers.error} />
-        ) : !tiers.data ? (
-          <Loading />
-        ) : tiers.data.items.length === 0 ? (
-          <Empty title="No tiers yet.">Add a tier below, for example “Silver” from 1,000 points with a 1.25 multiplier.</Empty>
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Tier</th>
-                  <th scope="col" class="num">
-                    From (lifetime points)
-                  </th>
-                  <th scope="col" class="num">
-                    Multiplier
-                  </th>
-                  <th scope="col" class="hide-narrow">
-                    Benefits
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {tiers.data.items.map((t) => (
-                  <tr key={t.id}>
-                    <td>{t.name}</td>
-                    <td class="num">
-                      <Num value={t.points_threshold} />
-                    </td>
-                    <td class="num">×{t.multiplier}</td>
-                    <td class="hide-narrow">{t.benefits.join(', ') || <span class="muted">—</span>}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <Listing loaded={tiers} empty={<Empty title="No tiers yet.">Add a tier below, for example “Silver” from 1,000 points with a 1.25 multiplier.</Empty>}>
+          {(items) => <DataTable rows={items} columns={TIER_COLUMNS} rowKey={(t) => t.id} />}
+        </Listing>
       </section>
       {can('rewards:write') ? <CreateTier onCreated={tiers.reload} /> : <ReadOnlyNote what="creating tiers" />}
     </>

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { PageHeader } from '../components/layout.js';
+import { Pager, useCursor } from '../components/pager.js';
+import { type Column, DataTable, Listing } from '../components/data-table.js';
 import { Empty, Field, FormError, LoadError, Loading, Time } from '../components/ui.js';
 import { formBody } from '../form-data.js';
 import { useLoad } from '../load.js';
@@ -119,48 +121,50 @@ function Endpoint({ hook, onChanged, onSecret }: { hook: Webhook; onChanged: () 
   );
 }
 
+const DELIVERY_COLUMNS: Column<[string, Delivery[]]>[] = [
+  {
+    header: 'Message',
+    cell: ([id, attempts]) => (
+      <>
+        {attempts[0]!.event_type}
+        <div class="muted small mono">{id}</div>
+      </>
+    ),
+  },
+  { header: 'Status', cell: ([, attempts]) => <span class={`pill pill-${attempts.at(-1)!.message_status}`}>{attempts.at(-1)!.message_status}</span> },
+  {
+    header: 'Attempts',
+    cell: ([, attempts]) => (
+      <ol class="attempts">
+        {attempts.map((a) => (
+          <li key={a.id}>
+            #{a.attempt} <Time iso={a.attempted_at} /> — {a.status_code ?? a.error ?? 'no answer'} ({a.duration_ms} ms)
+          </li>
+        ))}
+      </ol>
+    ),
+  },
+];
+
 /** Attempts grouped by message: one row per message, its attempts listed under it. */
 function Deliveries({ webhookId, version }: { webhookId: string; version: number }) {
-  const deliveries = useLoad(() => api.page<Delivery>(`/webhooks/${webhookId}/deliveries?limit=200`), [webhookId, version]);
-  if (deliveries.error) return <LoadError error={deliveries.error} />;
-  if (!deliveries.data) return <Loading />;
-  if (deliveries.data.items.length === 0) return <Empty title="No deliveries yet.">Send a test, or wait for the next event.</Empty>;
-  const messages = new Map<string, Delivery[]>();
-  for (const d of deliveries.data.items) messages.set(d.message_id, [...(messages.get(d.message_id) ?? []), d]);
+  const cursor = useCursor();
+  const deliveries = useLoad(() => api.page<Delivery>(`/webhooks/${webhookId}/deliveries?limit=30${cursor.query()}`), [webhookId, version, cursor.after]);
+  const byMessage = (items: Delivery[]) => {
+    const messages = new Map<string, Delivery[]>();
+    for (const d of items) messages.set(d.message_id, [...(messages.get(d.message_id) ?? []), d]);
+    return [...messages];
+  };
   return (
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Message</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...messages].map(([id, attempts]) => (
-            <tr key={id}>
-              <td>
-                {attempts[0]!.event_type}
-                <div class="muted small mono">{id}</div>
-              </td>
-              <td>
-                <span class={`pill pill-${attempts.at(-1)!.message_status}`}>{attempts.at(-1)!.message_status}</span>
-              </td>
-              <td>
-                <ol class="attempts">
-                  {attempts.map((a) => (
-                    <li key={a.id}>
-                      #{a.attempt} <Time iso={a.attempted_at} /> — {a.status_code ?? a.error ?? 'no answer'} ({a.duration_ms} ms)
-                    </li>
-                  ))}
-                </ol>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Listing loaded={deliveries} empty={<Empty title="No deliveries yet.">Send a test, or wait for the next event.</Empty>}>
+      {(items, next) => (
+        <>
+          <p class="muted small">Attempts oldest first, grouped by message (a message is retried on the schedule of the API docs until it is delivered or fails).</p>
+          <DataTable rows={byMessage(items)} columns={DELIVERY_COLUMNS} rowKey={([id]) => id} />
+          <Pager cursor={cursor} next={next} labels={['Earlier attempts', 'Later attempts']} />
+        </>
+      )}
+    </Listing>
   );
 }
 
