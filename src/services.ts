@@ -14,6 +14,7 @@ import type { Config } from './config.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
+import { PrincipalCache } from './projections/access/principal-cache.js';
 import { ProcessMark } from './db/process-mark.js';
 import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
@@ -44,6 +45,11 @@ export interface ServicesOptions {
   projectionsElsewhere?: boolean;
   /** Overrides for the webhook dispatcher (tests inject a clock). */
   dispatcher?: Partial<DispatcherOptions>;
+  /**
+   * Tells the other processes of this instance that a key was revoked, resolving once each has
+   * cleared its principal cache (a child of `loyalty serve` asks its primary).
+   */
+  forgetPrincipals?: () => Promise<void>;
 }
 
 /**
@@ -75,6 +81,7 @@ export async function createServices(options: ServicesOptions) {
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
+  const principals = new PrincipalCache();
   const deps: CommandDeps = { store, locks: new KeyedLock(), cache: new StateCache(10_000, snapshotStore(database.db)), settle: (p) => projections.settle(p) };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
@@ -118,6 +125,12 @@ export async function createServices(options: ServicesOptions) {
       stats: statsQueries(database.db),
     },
     dispatcher,
+    principals,
+    /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
+    async keysRevoked(): Promise<void> {
+      principals.clear();
+      await options.forgetPrincipals?.();
+    },
     async close() {
       await dispatcher.stop();
       await projections.stop();

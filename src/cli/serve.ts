@@ -10,7 +10,7 @@ import { type Config, ConfigError, servingProcesses } from '../config.js';
 import { type AppOptions, createApp } from '../http/app.js';
 import { answerClientErrors } from '../http/errors/client-error.js';
 import { createMetrics } from '../http/routes/ops-routes.js';
-import { createServices, type Services } from '../services.js';
+import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
@@ -67,7 +67,8 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
  */
 async function serveClusterChild(config: Config, role: ChildRole): Promise<void> {
   const channel = primaryChannel();
-  const { services, stopListening } = await startRole(config, role);
+  const { services, stopListening } = await startRole(config, role, { forgetPrincipals: () => channel.keyRevoked() });
+  channel.onForgetPrincipals(() => services.principals.clear());
   const metrics = createMetrics(services);
   channel.answerMetrics(metrics.registry);
   if (role === 'workers') {
@@ -97,8 +98,12 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
 }
 
 /** Opens the services for a role and starts its background work and cross-process wake-ups. */
-async function startRole(config: Config, role: ServeRole): Promise<{ services: Services; stopListening: () => Promise<void> }> {
-  const services = await createServices({ config, projectionsElsewhere: role === 'api' });
+async function startRole(
+  config: Config,
+  role: ServeRole,
+  options: Pick<ServicesOptions, 'forgetPrincipals'> = {},
+): Promise<{ services: Services; stopListening: () => Promise<void> }> {
+  const services = await createServices({ config, projectionsElsewhere: role === 'api', ...options });
   if (role !== 'api') {
     // Whether the store is new is read from the read models, so bring them up to the log first.
     await services.projections.catchUp();

@@ -4,6 +4,8 @@ import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, ty
 
 /** How long an HTTP child waits for the instance's metrics (the primary itself waits 5 s per child). */
 const INSTANCE_METRICS_TIMEOUT_MS = 10_000;
+/** How long a revocation waits for the instance's HTTP processes to forget their principals (the primary waits 2 s per child). */
+const KEY_REVOKED_TIMEOUT_MS = 3_000;
 
 /** The role this process was forked for, when it is a child of a `loyalty serve` cluster. */
 export function clusterChildRole(): ChildRole | undefined {
@@ -25,6 +27,10 @@ export interface PrimaryChannel {
   answerMetrics(registry: Registry): void;
   /** The whole instance's metrics, summed by the primary. */
   instanceMetrics(): Promise<string>;
+  /** Runs `act` (forgetting this process's principals) whenever the primary says a key was revoked. */
+  onForgetPrincipals(act: () => void): void;
+  /** A key was revoked here: resolves once every HTTP process of the instance has forgotten its principals. */
+  keyRevoked(): Promise<void>;
 }
 
 /**
@@ -46,6 +52,8 @@ export function primaryChannel(): PrimaryChannel {
   let registry: Registry | undefined;
   let nextId = 0;
   const asked = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
+  const revocations = new Map<number, () => void>();
+  let forgetPrincipals: () => void = () => {};
 
   // The callback swallows the error of a channel already closed: the primary is gone, and this child with it.
   const send = (message: ToPrimary) => void process.send!(message, undefined, undefined, () => {});
@@ -66,6 +74,13 @@ export function primaryChannel(): PrimaryChannel {
         );
         return;
       }
+      case 'loyalty:forget-principals':
+        forgetPrincipals();
+        return send({ type: 'loyalty:principals-forgotten', id: message.id });
+      case 'loyalty:key-revoked-everywhere':
+        revocations.get(message.id)?.();
+        revocations.delete(message.id);
+        return;
       case 'loyalty:instance-metrics': {
         const request = asked.get(message.id);
         asked.delete(message.id);
@@ -86,6 +101,21 @@ export function primaryChannel(): PrimaryChannel {
     onStopListening: (act) => stopListening.on(act),
     onDrain: (act) => drain.on(act),
     answerMetrics: (r) => void (registry = r),
+    onForgetPrincipals: (act) => void (forgetPrincipals = act),
+    keyRevoked: () =>
+      new Promise<void>((resolve) => {
+        const id = nextId++;
+        // A primary that does not answer (it is going away) must not hold the revocation's answer.
+        const timer = setTimeout(() => {
+          revocations.delete(id);
+          resolve();
+        }, KEY_REVOKED_TIMEOUT_MS);
+        revocations.set(id, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        send({ type: 'loyalty:key-revoked', id });
+      }),
     instanceMetrics: () =>
       new Promise<string>((resolve, reject) => {
         const id = nextId++;

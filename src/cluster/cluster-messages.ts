@@ -22,7 +22,11 @@ export type ToChild =
   /** Send this process's metrics (`metrics`). */
   | { type: 'loyalty:collect-metrics'; id: number }
   /** The instance's metrics, asked for with `metrics-request`. */
-  | { type: 'loyalty:instance-metrics'; id: number; text?: string; error?: string };
+  | { type: 'loyalty:instance-metrics'; id: number; text?: string; error?: string }
+  /** A key was revoked: forget every cached principal, then say `principals-forgotten`. */
+  | { type: 'loyalty:forget-principals'; id: number }
+  /** Every HTTP child has forgotten its principals (the answer to `key-revoked`). */
+  | { type: 'loyalty:key-revoked-everywhere'; id: number };
 
 export type ToPrimary =
   /** The workers child is caught up, has provisioned an empty store, and runs. */
@@ -30,7 +34,10 @@ export type ToPrimary =
   | { type: 'loyalty:stopped-listening' }
   | { type: 'loyalty:metrics'; id: number; metrics?: MetricsJson; error?: string }
   /** An HTTP child was asked for `/metrics`: the instance's, please. */
-  | { type: 'loyalty:metrics-request'; id: number };
+  | { type: 'loyalty:metrics-request'; id: number }
+  /** An HTTP child revoked a key: have every HTTP child forget its principals, then answer `key-revoked-everywhere`. */
+  | { type: 'loyalty:key-revoked'; id: number }
+  | { type: 'loyalty:principals-forgotten'; id: number };
 
 /** Whether `message` is one of ours (cluster and prom-client send their own on the channel too). */
 export function isLoyaltyMessage<T extends ToChild | ToPrimary>(message: unknown): message is T {

@@ -9,6 +9,8 @@ import { RestartBackoff } from './restart-backoff.js';
 
 /** CONTRACT.md §12 gives a drain 10 s; past this the primary kills what is left and exits 1. */
 const STOP_DEADLINE_MS = 9_500;
+/** How long a revocation waits for one HTTP child to forget its principals. */
+const FORGET_PRINCIPALS_TIMEOUT_MS = 2_000;
 
 interface Child {
   readonly role: ChildRole;
@@ -118,12 +120,42 @@ export async function superviseCluster(config: Config, { role, processes, logger
         );
         return;
       }
+      case 'loyalty:key-revoked': {
+        const { id } = message;
+        const running = apis.flatMap((o) => (o.worker?.isConnected() ? [o.worker] : []));
+        void forgetEverywhere(running).then(() => worker.send({ type: 'loyalty:key-revoked-everywhere', id } satisfies ToChild, () => {}));
+        return;
+      }
+      case 'loyalty:principals-forgotten':
+        forgotten.get(message.id)?.(worker);
+        return;
       default: {
         const _exhaustive: never = message;
         return _exhaustive;
       }
     }
   };
+
+  /** Has every HTTP child forget its principals; resolves when each has said so (or 2 s passed). */
+  const forgotten = new Map<number, (from: Worker) => void>();
+  let nextForgetId = 0;
+  const forgetEverywhere = (running: Worker[]) =>
+    new Promise<void>((resolve) => {
+      const id = nextForgetId++;
+      const left = new Set(running);
+      const done = () => {
+        clearTimeout(timer);
+        forgotten.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, FORGET_PRINCIPALS_TIMEOUT_MS);
+      forgotten.set(id, (from) => {
+        left.delete(from);
+        if (left.size === 0) done();
+      });
+      if (left.size === 0) return done();
+      for (const w of running) w.send({ type: 'loyalty:forget-principals', id } satisfies ToChild, () => {});
+    });
 
   const onExit = (c: Child, worker: Worker, code: number | null, signal: string | null) => {
     if (c.worker !== worker) return;

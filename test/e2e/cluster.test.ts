@@ -132,6 +132,23 @@ describe.runIf(SERVER_MODE)(
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
     }, 120_000);
 
+    it('refuses a key revoked through one HTTP process on the very next request to every process (CONTRACT.md §2, §12)', async () => {
+      const server = await startServer(await newStore(), { processes: 2 });
+      const { privateKey: root } = printedKeys(server.stdout);
+      const created = await api(server.baseUrl, 'POST', '/api/v1/keys', { key: root!, body: { type: 'private', name: 'to revoke' } });
+      expect(created.status).toBe(201);
+      const doomed: string = created.body.key;
+      // Each process learns the key (and keeps its principal for a while): connections alternate between them.
+      for (let i = 0; i < 4; i++) expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', doomed)).status).toBe(200);
+
+      const revoked = await api(server.baseUrl, 'DELETE', `/api/v1/keys/${created.body.id}`, { key: root! });
+      expect(revoked.status).toBe(200);
+      const after = [];
+      for (let i = 0; i < 6; i++) after.push((await getOnNewConnection(server.baseUrl, '/api/v1/customers', doomed)).status);
+      expect(after).toEqual(Array(6).fill(401));
+      expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', root!)).status).toBe(200);
+    }, 120_000);
+
     it('restarts an HTTP process killed with SIGKILL, and the port answers throughout', async () => {
       const server = await startServer(await newStore(), { processes: 2 });
       const { privateKey: key } = printedKeys(server.stdout);

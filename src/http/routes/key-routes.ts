@@ -93,6 +93,7 @@ export const keyRoutes = createRouter()
       const { key_id } = c.req.valid('param');
       const { services, principal } = c.var;
       await services.commands.apiKeys.revoke(commandContext(c), key_id, { revoker: principal.permissions });
+      await services.keysRevoked();
       const row = await services.queries.access.key(principal.businessId, key_id);
       if (!row) throw errors.keyNotFound(key_id);
       return c.json(presentKey(row), 200);
