@@ -61,6 +61,8 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
   }
 
   const balanceFigure = (page: Page) => page.getByRole('figure', { name: 'Balance', exact: true });
+  /** Waits (the page's timeout) until the Balance figure reads exactly `text`. */
+  const balanceShows = (page: Page, text: string) => balanceFigure(page).getByText(text, { exact: true }).waitFor();
   const awardForm = (page: Page) => page.getByRole('form', { name: 'Award points', exact: true });
 
   it('1. signs in with a private key, keeping the key in sessionStorage only, and signs out', async () => {
@@ -116,7 +118,7 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     await form.getByLabel('Reference', { exact: true }).fill('order-77');
     await form.getByLabel('Description', { exact: true }).fill('Welcome bonus');
     await form.getByRole('button', { name: 'Award points', exact: true }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('1,234');
+    await balanceShows(page, '1,234');
     await page.getByRole('cell', { name: 'order-77' }).waitFor();
 
     const held = await api(biz.private_key, 'GET', `/customers/${customer.id}`);
@@ -145,7 +147,7 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     const form = awardForm(page);
     await form.getByLabel('Amount', { exact: true }).fill('10');
     await form.getByRole('button', { name: 'Award points', exact: true }).dblclick();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('10');
+    await balanceShows(page, '10');
     expect(posts).toHaveLength(1);
     expect(posts[0]).toMatch(/^dash_[0-9a-f]{32}$/);
     expect(await api(biz.private_key, 'GET', `/customers/${customer.id}/transactions`)).toHaveLength(1);
@@ -156,7 +158,7 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     await form.getByRole('button', { name: 'Award points', exact: true }).click();
     await form.getByRole('alert').filter({ hasText: 'could not be reached' }).waitFor();
     await form.getByRole('button', { name: 'Award points', exact: true }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('15');
+    await balanceShows(page, '15');
     expect(posts).toHaveLength(3);
     expect(posts[2]).toBe(posts[1]);
     expect(posts[1]).not.toBe(posts[0]);
@@ -166,7 +168,7 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     // After an answer, the next submission gets a new key.
     await form.getByLabel('Amount', { exact: true }).fill('5');
     await form.getByRole('button', { name: 'Award points', exact: true }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('20');
+    await balanceShows(page, '20');
     expect(new Set(posts).size).toBe(3);
   });
 
@@ -179,13 +181,13 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     const redeem = page.getByRole('form', { name: 'Redeem a reward' });
     await redeem.getByLabel('Reward').selectOption(reward.id);
     await redeem.getByRole('button', { name: 'Redeem', exact: true }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('380');
+    await balanceShows(page, '380');
     const [redemption] = await api(biz.private_key, 'GET', `/customers/${customer.id}/redemptions`);
     expect(redemption).toMatchObject({ reward_id: reward.id, status: 'completed', points_cost: 120 });
     expect((await api(biz.private_key, 'GET', `/rewards/${reward.id}`)).stock_quantity).toBe(2);
 
     await page.getByRole('button', { name: `Cancel redemption ${redemption.id}` }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('500');
+    await balanceShows(page, '500');
     await page.getByRole('region', { name: 'Redemptions' }).getByText('cancelled', { exact: true }).waitFor();
     const [after] = await api(biz.private_key, 'GET', `/customers/${customer.id}/redemptions`);
     expect(after.status).toBe('cancelled');
@@ -230,7 +232,7 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
     await page.getByLabel('Search customers', { exact: true }).fill('lookup@example.com');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByRole('link', { name: 'lookup@example.com' }).click();
-    await expect.poll(() => balanceFigure(page).textContent()).toContain('2,500');
+    await balanceShows(page, '2,500');
     expect(await page.getByRole('button', { name: 'Award points' }).count()).toBe(0);
     expect(await page.getByRole('form', { name: 'Redeem a reward' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: /^Cancel/ }).count()).toBe(0);
