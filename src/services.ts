@@ -23,6 +23,7 @@ import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
 import { PROJECTORS } from './projectors.js';
+import { statsQueries } from './projections/stats/stats-queries.js';
 import { openEventStore } from './store/open-event-store.js';
 import { webhookCommands } from './commands/webhook/webhook-commands.js';
 import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -140,6 +141,7 @@ export async function createServices(options: ServicesOptions) {
       customers: customerQueries(database.db),
       catalog: catalogQueries(database.db),
       webhooks: webhookQueries(database.db),
+      stats: statsQueries(database.db),
     },
     dispatcher,
     principals,

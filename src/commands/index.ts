@@ -11,3 +11,4 @@ export { redemptionCommands, type RedemptionCommands, type RedeemInput } from '.
 export { programCommands, type ProgramCommands } from './program/program-commands.js';
 export { rewardCommands, type RewardCommands } from './reward/reward-commands.js';
 export { webhookCommands, type WebhookCommands, type WebhookInput } from './webhook/webhook-commands.js';
+export { conditionHolds, eventPoints, rulePoints } from './program/rules.js';

@@ -242,6 +242,16 @@ export interface AggregateSnapshotsTable {
   taken_at: Timestamp;
 }
 
+/** Points moved per business and UTC day (`daily-points` projector). */
+export interface DailyPointsTable {
+  business_id: string;
+  /** `YYYY-MM-DD` (a `date` column, read back as text). */
+  day: string;
+  issued: number;
+  redeemed: number;
+  expired: number;
+}
+
 /**
  * Every table outside the event log. The log's own tables (`events`, `streams`) are the PostgreSQL
  * event store's business: they are declared in src/store/log-tables.ts, so only the store can name them.
@@ -265,6 +275,7 @@ export interface Database {
   webhook_messages: WebhookMessagesTable;
   webhook_attempts: WebhookAttemptsTable;
   rate_limit_buckets: RateLimitBucketsTable;
+  daily_points: DailyPointsTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;

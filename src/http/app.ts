@@ -3,6 +3,7 @@ import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
+import { registerDashboard } from './routes/dashboard-routes.js';
 import { registerDocs } from './routes/docs-routes.js';
 import type { AppEnv } from './env.js';
 import { errorResponse, toApiError } from './errors/error-response.js';
@@ -26,6 +27,10 @@ import { redemptionRoutes } from './routes/redemption-routes.js';
 import { rewardRoutes } from './routes/reward-routes.js';
 import { tierRoutes } from './routes/tier-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
+import { customerAuditRoutes } from './routes/customer-audit-routes.js';
+import { meRoutes } from './routes/me-routes.js';
+import { rulePreviewRoutes } from './routes/rule-preview-routes.js';
+import { statsRoutes } from './routes/stats-routes.js';
 
 /**
  * The HTTP API. Middleware order matters: request id first (every answer carries one), then
@@ -73,6 +78,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   const ops = registerOps(app, services, options.metrics, options.metricsText);
   app.use('*', ops.measure);
   registerDocs(app);
+  registerDashboard(app);
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
   app.use('/api/v1/*', authenticate);
@@ -97,6 +103,10 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.route('/api/v1', redemptionRoutes);
   app.route('/api/v1', eventRoutes);
   app.route('/api/v1', webhookRoutes);
+  app.route('/api/v1', meRoutes);
+  app.route('/api/v1', statsRoutes);
+  app.route('/api/v1', rulePreviewRoutes);
+  app.route('/api/v1', customerAuditRoutes);
 
   app.notFound(notFoundHandler(() => app.routes));
   app.onError((error, c) => {

@@ -6,6 +6,7 @@ import { Kysely } from 'kysely';
 import { PGliteDialect } from '../../src/db/pglite-dialect.js';
 import type { TestProject } from 'vitest/node';
 import { migrateToLatest } from '../../src/db/migrations.js';
+import { ensureDashboardBuilt } from './dashboard-build.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -20,6 +21,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(path.join(tmpdir(), 'loyalty-test-'));
   const file = path.join(dir, 'template.tar.gz');
+  await ensureDashboardBuilt();
   if (!process.env.DATABASE_URL) {
     const pglite = await PGlite.create();
     const db = new Kysely<any>({ dialect: new PGliteDialect(pglite) });

@@ -499,6 +499,86 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key this request is signed with: its type, permissions and business (any key)
+         * @description The key that sends the request: its id, type, name, hint and permissions, and its business. Any key; the dashboard signs in with it.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Points issued, redeemed and expired per day, points outstanding and customers per tier (private key)
+         * @description Days are UTC and inclusive; by default the last 30 days up to today, at most 366. Computed from the read models: the days from one row per day with movement, what stands now from the customers.
+         */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/event-types/{name}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What an event of this type would award, rule by rule (records nothing)
+         * @description The points each rule gives for these properties and the total, for a customer with no tier (multiplier 1). Nothing is recorded, so public keys may call it and no Idempotency-Key is needed. A total over 1,000,000,000 answers 422 `points_out_of_range`, as recording the event would.
+         */
+        post: operations["previewEventType"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/customers/{customer_id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A customer's hash-chain check and read-model diff (private key), as `loyalty audit verify --customer` does
+         * @description The customer’s hash chain checked event by event, and the read models compared with what the stream folds to: what `loyalty audit verify --customer` says. Private keys only.
+         */
+        get: operations["auditCustomer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type webhooks = {
     "tier.upgraded": {
@@ -2397,6 +2477,218 @@ export type components = {
             event_type: "webhook.test";
             /** @enum {string} */
             status: "pending";
+        };
+        /**
+         * @example {
+         *       "id": "key_Q2w3E4r5T6y7U8i9O0pA",
+         *       "type": "private",
+         *       "name": "checkout server",
+         *       "key_hint": "sk_live_…9Qa8",
+         *       "permissions": [
+         *         "customers:read",
+         *         "customers:write",
+         *         "points:read",
+         *         "points:write"
+         *       ],
+         *       "created_at": "2026-11-22T14:03:07.123Z",
+         *       "business": {
+         *         "id": "biz_8Hj2Kd9Lm3Np5Qr7St1V",
+         *         "name": "Corner Coffee",
+         *         "plan": "unlimited",
+         *         "created_at": "2026-11-22T14:03:07.123Z"
+         *       }
+         *     }
+         */
+        Me: {
+            /** @example key_Q2w3E4r5T6y7U8i9O0pA */
+            id: string;
+            /** @enum {string} */
+            type: "private" | "public";
+            name: string | null;
+            /** @example sk_live_…x9Qa */
+            key_hint: string;
+            /**
+             * @example [
+             *       "customers:read",
+             *       "points:read",
+             *       "rewards:read"
+             *     ]
+             */
+            permissions: string[];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            created_at: string;
+            business: {
+                /** @example biz_8Hj2Kd9Lm3Np5Qr7St1V */
+                id: string;
+                /** @example Corner Coffee */
+                name: string;
+                /** @enum {string} */
+                plan: "free" | "unlimited";
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                created_at: string;
+            };
+        };
+        /**
+         * @example {
+         *       "from": "2026-11-21",
+         *       "to": "2026-11-22",
+         *       "days": [
+         *         {
+         *           "date": "2026-11-21",
+         *           "issued": 980,
+         *           "redeemed": 200,
+         *           "expired": 0
+         *         },
+         *         {
+         *           "date": "2026-11-22",
+         *           "issued": 1340,
+         *           "redeemed": 400,
+         *           "expired": 0
+         *         }
+         *       ],
+         *       "customers": 42,
+         *       "outstanding": 18250,
+         *       "tiers": [
+         *         {
+         *           "tier_id": null,
+         *           "name": null,
+         *           "points_threshold": null,
+         *           "customers": 31
+         *         },
+         *         {
+         *           "tier_id": "tier_9XkQ2mP4vR7tY1wB3nL5",
+         *           "name": "Silver",
+         *           "points_threshold": 500,
+         *           "customers": 11
+         *         }
+         *       ]
+         *     }
+         */
+        Stats: {
+            /** @example 2026-10-26 */
+            from: string;
+            /** @example 2026-11-24 */
+            to: string;
+            /** @description Every day of the range, oldest first; zeros where nothing moved. */
+            days: components["schemas"]["StatsDay"][];
+            /** @description Customers now. */
+            customers: number;
+            /** @description Points held by the business's customers now (balances plus pending points). */
+            outstanding: number;
+            /** @description Customers per tier now, by threshold; the first entry (tier_id null) counts customers without a tier. */
+            tiers: {
+                tier_id: string | null;
+                name: string | null;
+                points_threshold: number | null;
+                customers: number;
+            }[];
+        };
+        /**
+         * @example {
+         *       "date": "2026-11-22",
+         *       "issued": 1340,
+         *       "redeemed": 400,
+         *       "expired": 0
+         *     }
+         */
+        StatsDay: {
+            /** @example 2026-11-24 */
+            date: string;
+            /** @description Credits made that day (earn, event, adjust) minus reversals made that day. */
+            issued: number;
+            /** @description Deducts and redemptions that day minus the redemptions cancelled that day. */
+            redeemed: number;
+            /** @description Points expired that day. */
+            expired: number;
+        };
+        /**
+         * @example {
+         *       "event_type": "purchase",
+         *       "default_points": 10,
+         *       "rules": [
+         *         {
+         *           "index": 0,
+         *           "description": "Double points on orders of 100 or more",
+         *           "applies": true,
+         *           "points": 240
+         *         }
+         *       ],
+         *       "points": 240
+         *     }
+         */
+        RulePreview: {
+            /** @example purchase */
+            event_type: string;
+            default_points: number;
+            /** @description Every rule, in order. */
+            rules: {
+                /** @description Position of the rule in the event type (0-based). */
+                index: number;
+                description: string | null;
+                /** @description Whether every condition of the rule holds. */
+                applies: boolean;
+                /** @description What the rule gives (0 when it does not apply). */
+                points: number;
+            }[];
+            /** @description The total an event with these properties would award to a customer with no tier. */
+            points: number;
+        };
+        /**
+         * @example {
+         *       "properties": {
+         *         "amount": 120,
+         *         "currency": "EUR"
+         *       }
+         *     }
+         */
+        RulePreviewRequest: {
+            /**
+             * @description The properties of an imagined event.
+             * @example {
+             *       "amount": 120
+             *     }
+             */
+            properties: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+         *       "events": 7,
+         *       "chain_intact": true,
+         *       "breaks": [],
+         *       "read_model_matches": true,
+         *       "drifts": []
+         *     }
+         */
+        CustomerAudit: {
+            customer_id: string;
+            /** @description Events of the stream checked. */
+            events: number;
+            /** @description Every event's hash matches its content and its predecessor's hash. */
+            chain_intact: boolean;
+            /** @description Where the hash chain does not hold. */
+            breaks: {
+                position: number;
+                problem: string;
+            }[];
+            /** @description Folding the stream gives what the read models hold. */
+            read_model_matches: boolean;
+            drifts: {
+                /** @example points_balance */
+                field: string;
+                /** @description What folding the stream gives. */
+                log?: unknown;
+                /** @description What the read model holds. */
+                read_model?: unknown;
+            }[];
         };
     };
     responses: never;
@@ -7590,6 +7882,519 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed-in key (never the key itself) and its business. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description First UTC day, inclusive (default: 29 days before `to`). */
+                from?: string;
+                /** @description Last UTC day, inclusive (default: today). */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    previewEventType: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request replays the first answer (`Idempotent-Replayed: true`) instead of doing it again; with a different request it answers 422 `idempotency_key_reused`, while the first still runs 409 `idempotency_key_in_progress`. Scoped to the business, kept 24 hours. Use one key per logical operation and reuse it on every retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The event type’s name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RulePreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The points, rule by rule. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulePreview"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"] | components["schemas"]["InvalidJsonError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeNotFoundError"];
+                };
+            };
+            /** @description Conflict with the current state (see `code`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictError"] | components["schemas"]["IdempotencyKeyInProgressError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body is not sent as `application/json`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description Valid, but it cannot be done (see `code`); nothing was recorded. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PointsOutOfRangeError"] | components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    auditCustomer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A customer’s id (`cust_…`). */
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the check found; a broken chain or a drift is a finding, answered 200. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerAudit"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerNotFoundError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
                 };
             };
             /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */

@@ -10,6 +10,7 @@ import { migration as m0009 } from './0009-aggregate-snapshots.js';
 import { migration as m0010 } from './0010-idempotency-expiry.js';
 import { migration as m0011 } from './0011-random-attempt-ids.js';
 import { migration as m0012 } from './0012-claim-holders.js';
+import { migration as m0013 } from './0013-daily-points.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0010_idempotency_expiry': m0010,
   '0011_random_attempt_ids': m0011,
   '0012_claim_holders': m0012,
+  '0013_daily_points': m0013,
 };

@@ -45,12 +45,14 @@ const READ_METHODS = new Set(['GET', 'HEAD']);
 
 /**
  * Route guard: the permissions a route needs (CONTRACT.md §2 table). Public keys are refused on
- * every write, and on `privateOnly` routes, before permissions are looked at.
+ * every write, and on `privateOnly` routes, before permissions are looked at. A POST that records
+ * nothing (`recordsNothing`: a rule preview) is a read.
  */
-export function requirePermission(permissions: Permission[], options: { privateOnly?: boolean } = {}) {
+export function requirePermission(permissions: Permission[], options: { privateOnly?: boolean; recordsNothing?: boolean } = {}) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const principal = c.var.principal;
-    if (principal.type === 'public' && (options.privateOnly || !READ_METHODS.has(c.req.method))) {
+    const writes = !READ_METHODS.has(c.req.method) && !options.recordsNothing;
+    if (principal.type === 'public' && (options.privateOnly || writes)) {
       throw errors.publicKeyNotAllowed();
     }
     const missing = permissions.find((p) => !principal.permissions.includes(p));

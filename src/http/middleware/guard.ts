@@ -7,6 +7,8 @@ import { idempotency } from './idempotency.js';
 
 export interface GuardOptions {
   privateOnly?: boolean;
+  /** A POST that computes an answer and records nothing (a preview): a read, with no Idempotency-Key handling. */
+  recordsNothing?: boolean;
   /**
    * An authorization rule that depends on the request (its body, or the resource it names), such
    * as "a key cannot grant a permission it does not hold". Throws to refuse.
@@ -27,5 +29,5 @@ export function guard(permissions: Permission[], options: GuardOptions = {}) {
         await next();
       })]
     : [];
-  return [requirePermission(permissions, options), ...rule, idempotency];
+  return [requirePermission(permissions, options), ...rule, ...(options.recordsNothing ? [] : [idempotency])];
 }

@@ -173,6 +173,38 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     next_attempt_at: null,
   },
   WebhookTestMessage: { id: 'msg_1qA2wS3eD4rF5tG6yH7u', event_type: 'webhook.test', status: 'pending' },
+  Me: {
+    id: key.id,
+    type: 'private',
+    name: key.name,
+    key_hint: 'sk_live_…9Qa8',
+    permissions: key.permissions,
+    created_at: at,
+    business: { id: 'biz_8Hj2Kd9Lm3Np5Qr7St1V', name: 'Corner Coffee', plan: 'unlimited', created_at: at },
+  },
+  StatsDay: { date: '2026-11-22', issued: 1340, redeemed: 400, expired: 0 },
+  Stats: {
+    from: '2026-11-21',
+    to: '2026-11-22',
+    days: [
+      { date: '2026-11-21', issued: 980, redeemed: 200, expired: 0 },
+      { date: '2026-11-22', issued: 1340, redeemed: 400, expired: 0 },
+    ],
+    customers: 42,
+    outstanding: 18_250,
+    tiers: [
+      { tier_id: null, name: null, points_threshold: null, customers: 31 },
+      { tier_id: silverTier.id, name: silverTier.name, points_threshold: silverTier.points_threshold, customers: 11 },
+    ],
+  },
+  RulePreviewRequest: { properties: { amount: 120, currency: 'EUR' } },
+  RulePreview: {
+    event_type: 'purchase',
+    default_points: 10,
+    rules: [{ index: 0, description: purchaseRule.description, applies: true, points: 240 }],
+    points: 240,
+  },
+  CustomerAudit: { customer_id, events: 7, chain_intact: true, breaks: [], read_model_matches: true, drifts: [] },
 };
 
 /** What each path or query parameter is, by name, where its schema does not say. */

@@ -83,4 +83,11 @@ export const OPERATIONS: Record<string, OperationNotes> = {
     description: `Every delivery attempt to the endpoint, with the answer's status, an excerpt of its body, the error and the next attempt's time. ${listing}`,
   },
   sendTestWebhook: { errors: ['webhook_not_found'] },
+  getMe: { errors: [], description: 'The key that sends the request: its id, type, name, hint and permissions, and its business. Any key; the dashboard signs in with it.' },
+  getStats: { errors: ['public_key_not_allowed'] },
+  previewEventType: { errors: ['event_type_not_found', 'points_out_of_range'] },
+  auditCustomer: {
+    errors: ['customer_not_found', 'public_key_not_allowed'],
+    description: 'The customer’s hash chain checked event by event, and the read models compared with what the stream folds to: what `loyalty audit verify --customer` says. Private keys only.',
+  },
 };

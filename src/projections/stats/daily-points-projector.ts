@@ -1,0 +1,70 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { insertRows } from '../insert-rows.js';
+import { type LedgerSource, type LedgerType, ledgerEntryFromEvent } from '../customers/ledger-entry.js';
+import { defineProjector } from '../projector.js';
+
+type Figure = 'issued' | 'redeemed' | 'expired';
+
+/**
+ * Where each ledger line counts in the day's figures, and with which sign: credits count as issued
+ * on their day (an adjust is a correction of what was earned, so a negative one lowers it), debits
+ * as redeemed, a cancelled redemption gives its points back on the day it is cancelled. A new
+ * ledger type breaks the build here until it is placed.
+ */
+const COUNTS: Record<LedgerType, { figure: Figure; sign: 1 | -1 }> = {
+  earn: { figure: 'issued', sign: 1 },
+  adjust: { figure: 'issued', sign: 1 },
+  event: { figure: 'issued', sign: 1 },
+  deduct: { figure: 'redeemed', sign: 1 },
+  redemption: { figure: 'redeemed', sign: 1 },
+  redemption_cancelled: { figure: 'redeemed', sign: -1 },
+};
+
+const COLUMNS = { business_id: 'text', day: 'date', issued: 'bigint', redeemed: 'bigint', expired: 'bigint' };
+
+/**
+ * `daily_points`: points issued, redeemed and expired per business and UTC day. A batch sums its
+ * lines per (business, day) in memory and adds them with one upsert, so the statement count is one
+ * per batch whatever its size.
+ */
+export const dailyPointsProjector = defineProjector<Batch>({
+  name: 'daily-points',
+  tables: ['daily_points'],
+  begin: (trx) => ({ trx, days: new Map() }),
+  on: {
+    PointsEarned: count,
+    PointsDeducted: count,
+    PointsAdjusted: count,
+    EventRecorded: count,
+    RewardRedeemed: count,
+    RedemptionCancelled: count,
+  },
+  async end({ trx, days }) {
+    await insertRows(trx, 'daily_points', COLUMNS, [...days.values()], {
+      onConflict: sql`on conflict (business_id, day) do update set
+        issued = daily_points.issued + excluded.issued,
+        redeemed = daily_points.redeemed + excluded.redeemed,
+        expired = daily_points.expired + excluded.expired`,
+    });
+  },
+});
+
+interface Batch {
+  trx: Transaction<Database>;
+  /** The batch's sums by `business day`. */
+  days: Map<string, Record<string, unknown> & Record<Figure, number>>;
+}
+
+/** Adds a ledger line's points to its business's day. */
+function count(event: LedgerSource & { metadata: { business_id: string } }, { days }: Batch): void {
+  const line = ledgerEntryFromEvent(event);
+  if (!line) return;
+  const businessId = event.metadata.business_id;
+  const day = event.recordedAt.toISOString().slice(0, 10);
+  const key = `${businessId} ${day}`;
+  let row = days.get(key);
+  if (!row) days.set(key, (row = { business_id: businessId, day, issued: 0, redeemed: 0, expired: 0 }));
+  const { figure, sign } = COUNTS[line.type];
+  row[figure] += sign * line.amount;
+}
