@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -10,5 +11,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Files are independent (each has its own database); two cores, so two at a time.
     maxWorkers: 2,
+    // Longest first (estimated where no earlier run was cached), so both workers finish together.
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });

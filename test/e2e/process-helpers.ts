@@ -1,15 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { assertDistFresh, CLI_ENTRY } from '../support/dist-build.js';
 import { createServerDatabase } from '../support/test-database.js';
 
 /**
  * Helpers for tests that run the real `loyalty` program as a child process: the CLI, and the
- * server with its signals, crashes and restarts. The program runs from source
- * (`node --import tsx src/cli.ts …`), so no build is needed.
+ * server with its signals, crashes and restarts. The program runs from the build
+ * (`node dist/cli.js …`, as installed): the global setup builds dist/ when it is older than src/,
+ * and this module refuses to run a stale one (test/support/dist-build.ts).
  */
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -23,14 +26,23 @@ export interface ProcessStore {
   dispose(): Promise<void>;
 }
 
-/** A fresh store: a new temp LOYALTY_DATA_DIR (embedded), or a new database on the server. */
-export async function freshStore(): Promise<ProcessStore> {
+/**
+ * A fresh store: a new temp LOYALTY_DATA_DIR (embedded), or a new database on the server.
+ *
+ * `migrated: true` (embedded store): the directory starts as a copy of one that `loyalty migrate`
+ * made in the global setup — an empty store whose schema is in place, as after a user's first
+ * `migrate` — instead of nothing. That spares the first process on it PGlite's initdb and the
+ * migrations (about 4 s of CPU each). Leave it off where the test is about a store's very first
+ * start. On a server it changes nothing: the database is new and empty either way.
+ */
+export async function freshStore({ migrated = false }: { migrated?: boolean } = {}): Promise<ProcessStore> {
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl) {
     const database = await createServerDatabase(serverUrl);
     return { env: { DATABASE_URL: database.url }, dispose: database.drop };
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'loyalty-process-'));
+  if (migrated) cpSync(inject('migratedStoreTemplate'), dir, { recursive: true });
   return { env: { LOYALTY_DATA_DIR: dir }, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -44,9 +56,12 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 const running = new Set<ChildProcess>();
+let checkedBuild = false;
 
 function spawnLoyalty(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  if (!checkedBuild) assertDistFresh();
+  checkedBuild = true;
+  const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
     cwd: REPO_ROOT,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
