@@ -33,7 +33,7 @@ describe(`crash recovery (${SERVER_MODE ? 'PostgreSQL server' : 'embedded store'
   });
 
   it('keeps every acknowledged write after kill -9 under load, and the read models agree with the log', async () => {
-    store = await freshStore();
+    store = await freshStore({ migrated: true });
     const first = await startServer(store);
     const { privateKey } = printedKeys(first.stdout);
     const key = privateKey!;

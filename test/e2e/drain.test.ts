@@ -21,7 +21,7 @@ describe('drain on SIGTERM under keep-alive load', () => {
   });
 
   it('answers every request already sent, exits 0, and every applied earn was answered', async () => {
-    const store = await freshStore();
+    const store = await freshStore({ migrated: true });
     stores.push(store);
     const server = await startServer(store);
     const { privateKey: key } = printedKeys(server.stdout);

@@ -1,29 +1,37 @@
 import { request as httpRequest } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it, type TestContext } from 'vitest';
 import {
   api,
   exitWithin,
   freshStore,
-  killAllProcesses,
+  killProcess,
   printedKeys,
   type ProcessStore,
+  type ServerProcess,
   startServer,
   untilRefused,
 } from './process-helpers.js';
 import { rawRequest } from '../support/raw-http.js';
 
-/** Stores made by a test, dropped after it (once its processes are gone). */
-const stores: ProcessStore[] = [];
-async function newStore(): Promise<ProcessStore> {
-  const store = await freshStore();
-  stores.push(store);
-  return store;
+/**
+ * A fresh store for one test and a way to start servers on it; once the test is over, the servers
+ * it started are killed and the store is dropped. (The tests run at the same time: each cleans up
+ * only what it started.) `migrated`: see `freshStore`.
+ */
+async function newStore({ onTestFinished }: TestContext, { migrated = true } = {}) {
+  const store: ProcessStore = await freshStore({ migrated });
+  const servers: ServerProcess[] = [];
+  onTestFinished(async () => {
+    await Promise.all(servers.map((server) => killProcess(server.child)));
+    await store.dispose();
+  });
+  const start = async () => {
+    const server = await startServer(store);
+    servers.push(server);
+    return server;
+  };
+  return { start };
 }
-
-afterEach(async () => {
-  await killAllProcesses();
-  await Promise.all(stores.splice(0).map((s) => s.dispose()));
-});
 
 /**
  * A POST whose headers have reached the server and whose body is held back until `finish()`:
@@ -58,10 +66,13 @@ function requestHeldOpen(port: number, path: string, key: string, body: unknown)
   return { started, response, finish: () => req.end(payload) };
 }
 
-describe('the server process', () => {
-  it('prints a private and a public key on its first start, and none when started again on the same store', async () => {
-    const store = await newStore();
-    const first = await startServer(store);
+// The tests wait on processes more than they use a core: they run at the same time.
+describe.concurrent('the server process', () => {
+  it('prints a private and a public key on its first start, and none when started again on the same store', async (context) => {
+    const { expect } = context;
+    // A store's very first start (no data directory yet): not from the migrated copy.
+    const { start } = await newStore(context, { migrated: false });
+    const first = await start();
     const keys = printedKeys(first.stdout);
     expect(keys.privateKey).toMatch(/^sk_live_[A-Za-z0-9]{32,}$/);
     expect(keys.publicKey).toMatch(/^pk_live_[A-Za-z0-9]{32,}$/);
@@ -72,7 +83,7 @@ describe('the server process', () => {
     first.signal('SIGTERM');
     expect(await exitWithin(first, 10_000)).toEqual({ code: 0, signal: null });
 
-    const second = await startServer(store);
+    const second = await start();
     expect(second.stdout).toContain('Listening on');
     expect(second.stdout).not.toMatch(/sk_live_|pk_live_/);
     // The store kept its business: the keys of the first start still work.
@@ -83,8 +94,9 @@ describe('the server process', () => {
     expect(viaPublicKey.status).toBe(200);
   }, 120_000);
 
-  it('serves the quick start over real HTTP: customer, earn, duplicate reference, summary', async () => {
-    const server = await startServer(await newStore());
+  it('serves the quick start over real HTTP: customer, earn, duplicate reference, summary', async (context) => {
+    const { expect } = context;
+    const server = await (await newStore(context)).start();
     const { privateKey: key } = printedKeys(server.stdout);
     expect(key).toBeDefined();
     const call = (method: string, path: string, body?: unknown) => api(server.baseUrl, method, path, { key: key!, body });
@@ -129,8 +141,9 @@ describe('the server process', () => {
     ]);
   }, 120_000);
 
-  it('answers requests its HTTP parser refuses with JSON errors and a request id: 431 for a 20 KB header, 400 for broken framing', async () => {
-    const server = await startServer(await newStore());
+  it('answers requests its HTTP parser refuses with JSON errors and a request id: 431 for a 20 KB header, 400 for broken framing', async (context) => {
+    const { expect } = context;
+    const server = await (await newStore(context)).start();
     const cases = [
       { bytes: `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`, status: 431, code: 'headers_too_large' },
       { bytes: 'POST /api/v1/customers HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', status: 400, code: 'bad_request' },
@@ -148,9 +161,10 @@ describe('the server process', () => {
     expect((await api(server.baseUrl, 'GET', '/healthz')).status).toBe(200);
   }, 120_000);
 
-  it('exits with code 0 on SIGTERM after finishing the request in flight, whose write survives a restart', async () => {
-    const store = await newStore();
-    const first = await startServer(store);
+  it('exits with code 0 on SIGTERM after finishing the request in flight, whose write survives a restart', async (context) => {
+    const { expect } = context;
+    const { start } = await newStore(context);
+    const first = await start();
     const { privateKey: key } = printedKeys(first.stdout);
     const customer = await api(first.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'late@example.com' } });
     expect(customer.status).toBe(201);
@@ -173,7 +187,7 @@ describe('the server process', () => {
     expect(answered.body).toMatchObject({ customer_id: id, amount: 7, balance: 7, reference: 'in-flight' });
     expect(await exitWithin(first, 10_000)).toEqual({ code: 0, signal: null });
 
-    const second = await startServer(store);
+    const second = await start();
     const ledger = await api(second.baseUrl, 'GET', `/api/v1/customers/${id}/transactions`, { key: key! });
     expect(ledger.body.map((t: { id: string }) => t.id)).toEqual([answered.body.id]);
     const after = await api(second.baseUrl, 'GET', `/api/v1/customers/${id}`, { key: key! });

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { api, exitWithin, freshStore, killAllProcesses, printedKeys, type ProcessStore, SERVER_MODE, startServer } from './process-helpers.js';
+import { describe, it, vi } from 'vitest';
+import { api, exitWithin, freshStore, killProcess, printedKeys, type ProcessStore, SERVER_MODE, type ServerProcess, startServer } from './process-helpers.js';
 
 interface Received {
   headers: Record<string, string>;
@@ -60,27 +60,28 @@ async function startReceiver(failure: 'drops connections' | 'answers 500') {
 }
 
 describe(`webhook delivery across a crash (${SERVER_MODE ? 'PostgreSQL server' : 'embedded store'})`, () => {
-  const stores: ProcessStore[] = [];
-  const receivers: Array<{ close(): Promise<void> }> = [];
-
-  afterEach(async () => {
-    await killAllProcesses();
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-  });
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.dispose()));
-  });
-
-  it.each(['drops connections', 'answers 500'] as const)(
+  // Both cases wait on the retry schedule more than they use a core: they run at the same time,
+  // each cleaning up only what it started.
+  it.concurrent.for(['drops connections', 'answers 500'] as const)(
     'a server killed after the event and started again still delivers it (receiver first %s)',
-    async (failure) => {
-      const base = await freshStore();
-      stores.push(base);
+    { timeout: 150_000 },
+    async (failure, { expect, onTestFinished }) => {
+      const base = await freshStore({ migrated: true });
       const store: ProcessStore = { env: { ...base.env, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1' }, dispose: base.dispose };
       const receiver = await startReceiver(failure);
-      receivers.push(receiver);
+      const servers: ServerProcess[] = [];
+      onTestFinished(async () => {
+        await Promise.all(servers.map((server) => killProcess(server.child)));
+        await receiver.close();
+        await store.dispose();
+      });
+      const startServerHere = async () => {
+        const server = await startServer(store);
+        servers.push(server);
+        return server;
+      };
 
-      const first = await startServer(store);
+      const first = await startServerHere();
       const key = printedKeys(first.stdout).privateKey!;
       expect(key).toBeDefined();
       const webhook = await api(first.baseUrl, 'POST', '/api/v1/webhooks', { key, body: { url: receiver.url, events: ['customer.created'] } });
@@ -114,7 +115,7 @@ describe(`webhook delivery across a crash (${SERVER_MODE ? 'PostgreSQL server' :
 
       // The receiver comes back, then the server does: the message is still delivered.
       receiver.recover();
-      const second = await startServer(store);
+      const second = await startServerHere();
       await vi.waitFor(() => expect(receiver.received.length).toBeGreaterThanOrEqual(1), { timeout: 90_000, interval: 100 });
 
       // At least once, as one message: every copy carries the webhook-id of the attempts before the crash.
@@ -138,6 +139,5 @@ describe(`webhook delivery across a crash (${SERVER_MODE ? 'PostgreSQL server' :
       // Delivered once the receiver was up: no further copies.
       expect(receiver.received).toHaveLength(1);
     },
-    150_000,
   );
 });

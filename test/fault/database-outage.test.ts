@@ -20,19 +20,24 @@ const ANSWERS_PER_PHASE = 3;
 const DOWN_ANSWER_BOUND_MS = CONNECT_TIMEOUT_MS + 2_000;
 /** A request in flight when the database went down may first wait for read-your-writes (its write committed). */
 const IN_FLIGHT_ANSWER_BOUND_MS = loadConfig({}).readYourWritesTimeoutMs + DOWN_ANSWER_BOUND_MS;
-/** How long a retry keeps trying: a key claimed when the database died stays held for its lease (60 s). */
-const RETRY_DEADLINE_MS = 90_000;
-
 /**
- * A message the dispatcher had claimed when the database died stays claimed until its claim
- * expires (60 s, src/webhooks/dispatcher.ts), then it is delivered: the wait allows for that.
+ * The lease of an idempotency key and of a webhook message's claim (`LOYALTY_CLAIM_LEASE_MS`; 60 s
+ * by default). Those held when the database died stay held until it runs out: the retries and the
+ * deliveries below wait for it, and what they check is the same with a shorter one. It still
+ * outlasts any request (each is answered within IN_FLIGHT_ANSWER_BOUND_MS), and no retry is sent
+ * before every first attempt has been answered.
  */
-const WEBHOOK_DEADLINE_MS = 75_000;
+const CLAIM_LEASE_MS = 15_000;
+/** How long a retry keeps trying: a key claimed when the database died stays held for its lease. */
+const RETRY_DEADLINE_MS = CLAIM_LEASE_MS + 30_000;
+
+/** A message the dispatcher had claimed when the database died is delivered once its claim expires. */
+const WEBHOOK_DEADLINE_MS = CLAIM_LEASE_MS + 15_000;
 
 type Phase = 'up' | 'stopping' | 'down' | 'starting' | 'recovered';
 
 describeWithOwnCluster('database stopped mid-load', () => {
-  const service = useEarningService(CUSTOMERS, 'outage');
+  const service = useEarningService(CUSTOMERS, 'outage', { LOYALTY_CLAIM_LEASE_MS: String(CLAIM_LEASE_MS) });
   const load = new EarnLoad<Phase>(service, WRITERS, 'outage', 'up');
   const { attempts } = load;
 

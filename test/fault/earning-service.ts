@@ -22,14 +22,14 @@ export interface EarningService {
 /**
  * Registers the suite's beforeAll and afterAll (call it inside `describeWithOwnCluster`): the
  * customers are `${emailPrefix}-<n>@example.com`. The afterAll thaws the cluster first, in case a
- * test left it frozen.
+ * test left it frozen. `settings`: more environment for the server.
  */
-export function useEarningService(customers: number, emailPrefix: string): EarningService {
+export function useEarningService(customers: number, emailPrefix: string, settings: Record<string, string> = {}): EarningService {
   const service = { customerIds: [] as string[] } as EarningService;
   beforeAll(async () => {
     service.cluster = await startOwnPostgres();
     service.receiver = await startReceiver();
-    const env = { DATABASE_URL: service.cluster.url, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1', LOYALTY_RATE_LIMIT_RPS: '0' };
+    const env = { DATABASE_URL: service.cluster.url, LOYALTY_WEBHOOK_ALLOW_PRIVATE: '1', LOYALTY_RATE_LIMIT_RPS: '0', ...settings };
     const server = (service.server = await startServer({ env, dispose: async () => {} }));
     const key = (service.key = printedKeys(server.stdout).privateKey!);
     const hook = await api(server.baseUrl, 'POST', '/api/v1/webhooks', { key, body: { url: service.receiver.url, events: ['points.earned'] } });
