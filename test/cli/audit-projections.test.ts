@@ -58,6 +58,9 @@ describe.sequential('loyalty audit and loyalty projections', () => {
     await store?.dispose();
   });
 
+  /** Each test runs the program as a process, up to twice: the default 30 s is too tight on a loaded machine. */
+  const PROCESS_TEST_TIMEOUT_MS = 120_000;
+
   it('audit verify: exit 1 naming the customer and field of a damaged balance', async () => {
     await withStore(async (services) => {
       await services.db.updateTable('customers').set({ lifetime_redeemed: 7 }).where('id', '=', customer).execute();
@@ -68,14 +71,14 @@ describe.sequential('loyalty audit and loyalty projections', () => {
       `Audit found 1 problem (checked ${run.stdout.match(/checked (\d+ events in \d+ streams)/)?.[1]}, 1 customer):\n` +
         `  drift         customer ${customer} lifetime_redeemed: log 30, read model 7\n`,
     );
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('audit verify --json: one JSON object with the drift, exit 1', async () => {
     const run = await runCli(['audit', 'verify', '--json'], store);
     expect(run.code, run.stderr).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report).toMatchObject({ clean: false, customers: 1, breaks: [], drifts: [{ customerId: customer, field: 'lifetime_redeemed', log: 30, readModel: 7 }] });
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('projections rebuild repairs it, and audit verify then exits 0 with one line', async () => {
     const rebuild = await runCli(['projections', 'rebuild', 'customers'], store);
@@ -85,7 +88,7 @@ describe.sequential('loyalty audit and loyalty projections', () => {
     const verify = await runCli(['audit', 'verify', '--customer', customer], store);
     expect(verify.code, verify.stderr).toBe(0);
     expect(verify.stdout).toMatch(/^Audit clean: \d+ events in 1 stream, 1 customer; every hash chain holds and the read models match the log\.\n$/);
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   it('audit replay --json: the statement, each event with the state after it', async () => {
     const run = await runCli(['audit', 'replay', '--customer', customer, '--json'], store);
@@ -97,5 +100,5 @@ describe.sequential('loyalty audit and loyalty projections', () => {
       [1, 'PointsEarned', 'earn 80', 80, 80, 0],
       [2, 'PointsDeducted', 'deduct 30', 50, 80, 30],
     ]);
-  });
+  }, PROCESS_TEST_TIMEOUT_MS);
 });

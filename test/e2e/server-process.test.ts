@@ -15,8 +15,7 @@ import { rawRequest } from '../support/raw-http.js';
 
 /**
  * A fresh store for one test and a way to start servers on it; once the test is over, the servers
- * it started are killed and the store is dropped. (The tests run at the same time: each cleans up
- * only what it started.) `migrated`: see `freshStore`.
+ * it started are killed and the store is dropped. `migrated`: see `freshStore`.
  */
 async function newStore({ onTestFinished }: TestContext, { migrated = true } = {}) {
   const store: ProcessStore = await freshStore({ migrated });
@@ -66,8 +65,7 @@ function requestHeldOpen(port: number, path: string, key: string, body: unknown)
   return { started, response, finish: () => req.end(payload) };
 }
 
-// The tests wait on processes more than they use a core: they run at the same time.
-describe.concurrent('the server process', () => {
+describe('the server process', () => {
   it('prints a private and a public key on its first start, and none when started again on the same store', async (context) => {
     const { expect } = context;
     // A store's very first start (no data directory yet): not from the migrated copy.
