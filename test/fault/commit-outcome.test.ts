@@ -119,6 +119,7 @@ describe.skipIf(!SERVER_URL)('a create whose commit answer is lost (PostgreSQL s
     { path: '/api/v1/tiers', list: '/api/v1/tiers', body: { name: 'Gold', points_threshold: 500, multiplier: 2 } },
     { path: '/api/v1/event-types', list: '/api/v1/event-types', body: { name: 'review', display_name: 'Review', default_points: 5 } },
     { path: '/api/v1/webhooks', list: '/api/v1/webhooks', body: { url: 'http://127.0.0.1:9/hooks', events: ['points.earned'] } },
+    { path: '/api/v1/keys', list: '/api/v1/keys', body: { type: 'private', name: 'Till 7', permissions: ['points:write'] } },
   ];
 
   for (const { path, list, body } of creates) {
@@ -137,10 +138,11 @@ describe.skipIf(!SERVER_URL)('a create whose commit answer is lost (PostgreSQL s
 
       await app.services.projections.settle(await app.services.store.headPosition());
       const listed = await app.request('GET', list, { key });
-      expect(listed.body.map((r: { id: string }) => r.id)).toEqual([retry.body.id]);
-      const shown = await app.request('GET', `${list}/${list.endsWith('event-types') ? retry.body.name : retry.body.id}`, { key });
-      const { secret: _secret, ...answered } = retry.body;
-      expect(shown.body).toEqual(answered);
+      const matching = listed.body.filter((r: Record<string, unknown>) => Object.entries(body).every(([k, v]) => JSON.stringify(r[k]) === JSON.stringify(v)));
+      expect(matching.map((r: { id: string }) => r.id)).toEqual([retry.body.id]);
+      // The replay is the answer as built from the appended event: the read model shows the same record.
+      const { secret: _secret, key: _key, ...answered } = retry.body;
+      expect(matching[0]).toEqual(answered);
     });
   }
 });

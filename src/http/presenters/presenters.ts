@@ -61,7 +61,7 @@ export function presentTransaction(entry: LedgerLike) {
   };
 }
 
-export function presentKey(row: ApiKeyRow) {
+export function presentKey(row: Pick<ApiKeyRow, 'id' | 'type' | 'name' | 'permissions' | 'key_hint' | 'created_at' | 'revoked_at'>) {
   return {
     id: row.id,
     type: row.type,
@@ -226,4 +226,10 @@ export function presentEventTypeCreated(event: RecordedEvent) {
 export function presentRewardCreated(event: RecordedEvent) {
   const { reward_id, business_id: _business, ...reward } = recorded(event, 'RewardCreated').data;
   return presentReward({ id: reward_id, ...reward, redeemed_count: 0, created_at: event.recordedAt, updated_at: event.recordedAt });
+}
+
+/** A new key, from its `ApiKeyCreated`, with the key itself (shown this once; null in a stored answer). */
+export function presentKeyCreated(event: RecordedEvent, key: string | null) {
+  const { key_id, type, name, permissions, key_hint } = recorded(event, 'ApiKeyCreated').data;
+  return { ...presentKey({ id: key_id, type, name, permissions, key_hint, created_at: event.recordedAt, revoked_at: null }), key };
 }
