@@ -5,7 +5,7 @@ import { CustomerTierSchema } from './customer-schemas.js';
 const MAX_AMOUNT = 1_000_000_000;
 
 /** The kinds of ledger line (CONTRACT.md §9 `recent_activity`). */
-export const LedgerTypeSchema = z.enum(['earn', 'deduct', 'adjust', 'event', 'redemption', 'redemption_cancelled']);
+export const LedgerTypeSchema = z.enum(['earn', 'deduct', 'adjust', 'event', 'redemption', 'redemption_cancelled', 'release', 'expire', 'reversal']);
 
 export const PointsTransactionCreateSchema = z
   .strictObject({
