@@ -27,6 +27,9 @@ const customer = {
   points_balance: 620,
   lifetime_earned: 720,
   lifetime_redeemed: 100,
+  points_pending: 0,
+  lifetime_expired: 0,
+  next_expiring: { amount: 150, expires_at: '2027-11-22T14:03:07.123Z' },
   tier: { ...silverTier, achieved_at: at },
   created_at: '2026-11-20T09:12:44.501Z',
   updated_at: at,
@@ -120,7 +123,14 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
   CustomerTier: customer.tier,
   CustomerSummary: {
     customer: { id: customer_id, email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace' },
-    points: { balance: 620, lifetime_earned: 720, lifetime_redeemed: 100 },
+    points: {
+      balance: 620,
+      lifetime_earned: 720,
+      lifetime_redeemed: 100,
+      pending: 0,
+      lifetime_expired: 0,
+      next_expiring: { amount: 150, expires_at: '2027-11-22T14:03:07.123Z' },
+    },
     tier: {
       current: customer.tier,
       next: { id: 'tier_1aS3dF5gH7jK9lZ2xC4v', name: 'Gold', points_threshold: 1000, points_needed: 280 },
@@ -132,6 +142,17 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
   },
   PointsTransactionCreate: { type: 'earn', amount: 120, reference: 'order-7731', description: 'Order #7731', apply_multiplier: true, metadata: { store: 'berlin-1' } },
   PointsTransaction: transaction,
+  Lot: {
+    transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3',
+    amount: 150,
+    remaining: 150,
+    reversed: 0,
+    status: 'available',
+    available_at: null,
+    expires_at: '2027-11-22T14:03:07.123Z',
+    created_at: at,
+  },
+  NextExpiring: { amount: 150, expires_at: '2027-11-22T14:03:07.123Z' },
   StreamEvent: {
     position: 3,
     type: 'PointsEarned',

@@ -33,6 +33,10 @@ export const OPERATIONS: Record<string, OperationNotes> = {
     description: 'The balance and lifetime totals, the current tier and the next one with the points still needed, and the 10 newest balance changes, newest first. Needs customers:read and points:read.',
   },
   listTransactions: { errors: ['customer_not_found'], description: `Every ledger line of the customer, each with the balance right after it. ${listing}` },
+  listLots: {
+    errors: ['customer_not_found'],
+    description: `The customer's point lots (CONTRACT.md §13): one per credit, with what remains of it, its status and when it becomes available and expires. Debits take from available lots soonest-expiring first (never-expiring last), then oldest first. Only lots with points left unless \`all=true\`. The cursor is a lot's \`transaction_id\`. ${listing}`,
+  },
   getCustomerStream: {
     errors: ['customer_not_found', 'public_key_not_allowed'],
     description: 'The customer’s raw events as stored in the log, for auditors: type, data, metadata (actor, request id, idempotency key…) and the log position. Private keys only; `starting_after` is a stream position.',

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../commands/index.js';
 import { streams } from '../../events/streams.js';
-import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
+import type { ApiKeyRow, CustomerRow, LotRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
 import type { EventType } from '../../events/catalogue.js';
 import { decode, type DecodedOf, ofTypes } from '../../events/decode.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
@@ -21,8 +21,45 @@ export interface CustomerTier {
 /** The columns a customer answer is built from (a read-model row, or one built from a write the read model has not caught up with). */
 export type CustomerAnswerRow = Pick<
   CustomerRow,
-  'id' | 'email' | 'phone' | 'first_name' | 'last_name' | 'external_reference' | 'metadata' | 'points_balance' | 'lifetime_earned' | 'lifetime_redeemed' | 'tier' | 'created_at' | 'updated_at'
+  | 'id'
+  | 'email'
+  | 'phone'
+  | 'first_name'
+  | 'last_name'
+  | 'external_reference'
+  | 'metadata'
+  | 'points_balance'
+  | 'lifetime_earned'
+  | 'lifetime_redeemed'
+  | 'points_pending'
+  | 'lifetime_expired'
+  | 'next_expiring_amount'
+  | 'next_expiring_at'
+  | 'tier'
+  | 'created_at'
+  | 'updated_at'
 >;
+
+/** The points that expire soonest, as the customer row keeps them (CONTRACT.md §13). */
+export function presentNextExpiring(row: Pick<CustomerRow, 'next_expiring_amount' | 'next_expiring_at'>) {
+  return row.next_expiring_at === null || row.next_expiring_amount === null
+    ? null
+    : { amount: Number(row.next_expiring_amount), expires_at: row.next_expiring_at.toISOString() };
+}
+
+/** A lot as `GET /customers/{id}/lots` shows it. */
+export function presentLot(row: LotRow) {
+  return {
+    transaction_id: row.transaction_id,
+    amount: row.amount,
+    remaining: row.remaining,
+    reversed: row.reversed,
+    status: row.status,
+    available_at: row.available_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+  };
+}
 
 export function presentCustomer(row: CustomerAnswerRow) {
   return {
@@ -36,6 +73,9 @@ export function presentCustomer(row: CustomerAnswerRow) {
     points_balance: row.points_balance,
     lifetime_earned: row.lifetime_earned,
     lifetime_redeemed: row.lifetime_redeemed,
+    points_pending: row.points_pending,
+    lifetime_expired: row.lifetime_expired,
+    next_expiring: presentNextExpiring(row),
     tier: (row.tier ?? null) as CustomerTier | null,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),

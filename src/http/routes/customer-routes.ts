@@ -6,7 +6,7 @@ import { commandContext } from './command-context.js';
 import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
-import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
+import { type CustomerAnswerRow, presentCustomer, presentLot, presentNextExpiring, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
 import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
@@ -17,7 +17,7 @@ import {
   CustomerSchema,
   CustomerUpdateSchema,
 } from '../schemas/customer-schemas.js';
-import { PointsTransactionSchema, StreamEventSchema, SummarySchema } from '../schemas/points-schemas.js';
+import { LotListQuerySchema, LotSchema, PointsTransactionSchema, StreamEventSchema, SummarySchema } from '../schemas/points-schemas.js';
 import type { Context } from 'hono';
 
 const tags = ['Customers'];
@@ -44,6 +44,10 @@ async function customerAfterWrite(c: Context<AppEnv>, customerId: string, writte
     points_balance: 0,
     lifetime_earned: 0,
     lifetime_redeemed: 0,
+    points_pending: 0,
+    lifetime_expired: 0,
+    next_expiring_amount: null,
+    next_expiring_at: null,
     tier: null,
     created_at: registeredAt,
     updated_at: registeredAt,
@@ -157,6 +161,9 @@ export const customerRoutes = createRouter()
             balance: customer.points_balance,
             lifetime_earned: customer.lifetime_earned,
             lifetime_redeemed: customer.lifetime_redeemed,
+            pending: customer.points_pending,
+            lifetime_expired: customer.lifetime_expired,
+            next_expiring: presentNextExpiring(customer),
           },
           tier: {
             current,
@@ -202,6 +209,27 @@ export const customerRoutes = createRouter()
         startingAfter: starting_after,
       });
       return listResponse(c, page, presentTransaction, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/lots',
+      operationId: 'listLots',
+      tags,
+      summary: "A customer's point lots",
+      middleware: guard(['points:read']),
+      request: { params: CustomerIdParamSchema, query: LotListQuerySchema },
+      responses: {
+        200: jsonResponse(z.array(LotSchema), 'The lots with points left (every lot with `all=true`), oldest first.'),
+        ...errorResponses(404),
+      },
+    }),
+    async (c) => {
+      const customer = await customerOr404(c, c.req.valid('param').customer_id);
+      const { limit, starting_after, all } = c.req.valid('query');
+      const page = await c.var.services.queries.customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
+      return listResponse(c, page, presentLot, (row) => row.transaction_id);
     },
   )
   .openapi(

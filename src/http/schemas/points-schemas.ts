@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { MetadataSchema, TimestampSchema } from './common.js';
-import { CustomerTierSchema } from './customer-schemas.js';
+import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CustomerTierSchema, NextExpiringSchema } from './customer-schemas.js';
 
 const MAX_AMOUNT = 1_000_000_000;
 
@@ -49,6 +49,28 @@ export const PointsTransactionSchema = z
   })
   .openapi('PointsTransaction');
 
+/** A credit's lot (CONTRACT.md §13). */
+export const LotSchema = z
+  .object({
+    transaction_id: z.string().openapi({ description: 'The credit that made the lot (`txn_…` or `evt_…`); the list\'s cursor.' }),
+    amount: z.number().int().openapi({ description: 'Points credited.' }),
+    remaining: z.number().int().openapi({ description: 'Points still in the lot (spendable once available).' }),
+    reversed: z.number().int().openapi({ description: 'Points reversals of this credit took back.' }),
+    status: z.enum(['pending', 'available', 'spent', 'expired']),
+    available_at: TimestampSchema.nullable().openapi({ description: 'While pending: when it becomes spendable.' }),
+    expires_at: TimestampSchema.nullable().openapi({ description: 'When its remaining points expire; null: never.' }),
+    created_at: TimestampSchema,
+  })
+  .openapi('Lot');
+
+export const LotListQuerySchema = PageQuerySchema.extend({
+  all: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .openapi({ description: 'Also lots with nothing left (spent, expired, fully reversed).' }),
+});
+
 export const SummarySchema = z
   .object({
     customer: z.object({
@@ -57,7 +79,14 @@ export const SummarySchema = z
       first_name: z.string().nullable(),
       last_name: z.string().nullable(),
     }),
-    points: z.object({ balance: z.number().int(), lifetime_earned: z.number().int(), lifetime_redeemed: z.number().int() }),
+    points: z.object({
+      balance: z.number().int(),
+      lifetime_earned: z.number().int(),
+      lifetime_redeemed: z.number().int(),
+      pending: z.number().int().openapi({ description: 'Points credited but not spendable yet.' }),
+      lifetime_expired: z.number().int(),
+      next_expiring: NextExpiringSchema,
+    }),
     tier: z.object({
       current: CustomerTierSchema.nullable(),
       next: z.object({ id: z.string(), name: z.string(), points_threshold: z.number().int(), points_needed: z.number().int() }).nullable(),

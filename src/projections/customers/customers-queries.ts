@@ -98,6 +98,16 @@ export function customerQueries(db: Kysely<Database>) {
       return fetchPage(q, page, seqOf('ledger_entries', { business_id: businessId, customer_id: customerId }));
     },
 
+    /** The customer's lots, oldest first; only those with points left unless `all`. */
+    lots(businessId: string, customerId: string, page: PageRequest, all: boolean) {
+      let q = db.selectFrom('lots').selectAll().where('business_id', '=', businessId).where('customer_id', '=', customerId);
+      if (!all) q = q.where('remaining', '>', 0);
+      return fetchPage(q, page, async (id) => {
+        const row = await db.selectFrom('lots').select('seq').where('customer_id', '=', customerId).where('transaction_id', '=', id).executeTakeFirst();
+        return row?.seq;
+      });
+    },
+
     ledgerEntry(businessId: string, id: string): Promise<LedgerEntryRow | undefined> {
       return db.selectFrom('ledger_entries').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
     },
