@@ -30,6 +30,8 @@ import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher
 import { webhookSecrets } from './webhooks/secrets.js';
 import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
+import { LifecycleScheduler } from './lifecycle/scheduler.js';
+import { applyDueThroughCommands } from './lifecycle/apply-due.js';
 
 export interface ServicesOptions {
   config: Config;
@@ -40,6 +42,8 @@ export interface ServicesOptions {
   runProjections?: boolean;
   /** With runProjections: also deliver webhooks (default true). Tests drive the dispatcher by hand. */
   runDispatcher?: boolean;
+  /** With runProjections: also run the lifecycle scheduler (default true). Tests move the clock and drive it by hand. */
+  runScheduler?: boolean;
   /**
    * Other processes run the projection loops (`serve --role api`): read-your-writes waits for their
    * checkpoints in PostgreSQL instead of applying events itself.
@@ -111,9 +115,18 @@ export async function createServices(options: ServicesOptions) {
     claimMs: config.claimLeaseMs,
     ...options.dispatcher,
   });
+  const customers = customerCommands(deps);
+  const scheduler = new LifecycleScheduler(database.db, {
+    applyDue: applyDueThroughCommands(deps),
+    now: () => clock.now(),
+    holder: processMark.id,
+    claimMs: config.claimLeaseMs,
+    logger,
+  });
   if (options.runProjections) {
     projections.start();
     if (options.runDispatcher ?? true) dispatcher.start();
+    if (options.runScheduler ?? true) scheduler.start();
   }
 
   return {
@@ -129,7 +142,7 @@ export async function createServices(options: ServicesOptions) {
     commands: {
       businesses: businessCommands(deps),
       apiKeys: apiKeyCommands(deps, { keyManagers: (businessId) => access.keyManagerIds(businessId) }),
-      customers: customerCommands(deps),
+      customers,
       program: programCommands(deps),
       rewards: rewardCommands(deps),
       events: eventCommands(deps),
@@ -144,6 +157,8 @@ export async function createServices(options: ServicesOptions) {
       stats: statsQueries(database.db),
     },
     dispatcher,
+    /** The lifecycle scheduler (CONTRACT.md §13): due work by the `customer_due` index. */
+    scheduler,
     principals,
     /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
     async keysRevoked(): Promise<void> {
@@ -151,6 +166,7 @@ export async function createServices(options: ServicesOptions) {
       await options.forgetPrincipals?.();
     },
     async close() {
+      await scheduler.stop();
       await dispatcher.stop();
       await projections.stop();
       await eventLog.close();

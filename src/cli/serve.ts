@@ -14,7 +14,7 @@ import { createServices, type Services, type ServicesOptions } from '../services
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
-/** `api`: HTTP only (other processes project); `workers`: projections and webhook delivery, no HTTP; `all`: both. */
+/** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no HTTP; `all`: both. */
 export const SERVE_ROLES = ['all', 'api', 'workers'] as const;
 export type ServeRole = (typeof SERVE_ROLES)[number];
 
@@ -109,6 +109,7 @@ async function startRole(
     await services.projections.catchUp();
     services.projections.start();
     services.dispatcher.start();
+    services.scheduler.start();
   }
   // Split roles on a PostgreSQL server: API processes wake the workers on every append.
   let stopListening = async () => {};

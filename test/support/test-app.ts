@@ -38,6 +38,8 @@ export interface TestAppOptions {
   config?: Partial<Config>;
   /** Run the webhook dispatcher loop (default true); tests of retries drive it by hand instead. */
   runDispatcher?: boolean;
+  /** Run the lifecycle scheduler loop (default false): tests move the clock and call `services.scheduler.runOnce()`. */
+  runScheduler?: boolean;
   dispatcher?: ServicesOptions['dispatcher'];
   /** The app's clock (command times, the rate limiter); rate limiting is off unless `config.rateLimitRps` is set. */
   clock?: Clock;
@@ -57,6 +59,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     database,
     runProjections: true,
     runDispatcher: options.runDispatcher ?? true,
+    runScheduler: options.runScheduler ?? false,
     dispatcher: options.dispatcher,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
