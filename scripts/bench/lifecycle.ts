@@ -1,0 +1,159 @@
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { withMetadata } from '../../src/commands/aggregate.js';
+import type { CustomerEvent } from '../../src/commands/customer/customer-decider.js';
+import { openDatabase } from '../../src/db/database.js';
+import { streams } from '../../src/events/streams.js';
+import { newId } from '../../src/ids.js';
+import type { AppendWrite } from '../../src/store/event-store.js';
+import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { Api, earnLoad } from './load.js';
+import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
+import { initStore, ServerProcess } from './service.js';
+
+/** Lots per seeded customer: 10,000 customers × 10 lots = 100,000 lots. */
+const LOTS_PER_CUSTOMER = 10;
+/** Customers per append while seeding. */
+const CUSTOMERS_PER_APPEND = 500;
+
+export interface LifecycleMeasurement {
+  lots: number;
+  customers: number;
+  /** Lots expired per second, from the due instant to the last expiry in the log. */
+  expiredPerSecond: number;
+  expirySeconds: number;
+  /** Whether every lot expired exactly once (one PointsExpired per lot, none twice). */
+  exactlyOnce: boolean;
+  /** Earns/s of the same load before the expiry run, and while it ran (earns recorded in its window). */
+  earnsBefore: number;
+  earnsDuring: number;
+  /** How late the first expiry was after the due instant. */
+  firstLateMs: number;
+}
+
+/**
+ * The lifecycle row (CONTRACT.md §13): a server on a fresh database runs a spread earn load
+ * (the baseline), then `lots` lots of other customers — seeded through the bulk path with one
+ * `expires_at` a little ahead — fall due at once while the same earn load goes on. The expiry rate
+ * and the earns' rate in that window are read back from the log (recorded_at of the events), so
+ * they measure what was written, not what a client saw.
+ */
+export async function measureLifecycle(
+  tmp: string,
+  options: { lots: number; loadCustomers: number; seconds: number },
+  log: (message: string) => void,
+): Promise<LifecycleMeasurement> {
+  const dbName = await createDatabase('lifecycle');
+  const store = { databaseUrl: databaseUrl(dbName) };
+  let server: ServerProcess | null = null;
+  try {
+    const keys = await initStore(store);
+    server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-lifecycle.log') });
+    const api = new Api(server.url, keys.private_key);
+    const customers = await api.createCustomers(options.loadCustomers, 'lifecycle');
+    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+    log(`lifecycle: baseline earns, ${options.seconds} s`);
+    const before = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds });
+
+    const lotCustomers = Math.ceil(options.lots / LOTS_PER_CUSTOMER);
+    const seedStarted = performance.now();
+    // Due after seeding and projecting (about 10 s for 100,000 lots here); the earn load starts just before.
+    const dueAt = new Date(Date.now() + 25_000 + options.lots / 10);
+    log(`lifecycle: seeding ${options.lots.toLocaleString('en-US')} lots over ${lotCustomers.toLocaleString('en-US')} customers, all expiring at ${dueAt.toISOString()}`);
+    await seedLots(dbName, keys.business_id, lotCustomers, options.lots, dueAt);
+    if (!(await waitForProjections(dbName, 120))) throw new Error('the read models did not catch up with the seeded lots within 120 s');
+    log(`lifecycle: seeded and projected in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${Math.max(0, (dueAt.getTime() - Date.now()) / 1000).toFixed(1)} s before they are due`);
+
+    const startLoadIn = dueAt.getTime() - Date.now() - 1000;
+    if (startLoadIn > 0) await new Promise((r) => setTimeout(r, startLoadIn));
+    const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
+    const expired = await waitForExpiries(dbName, options.lots, 240);
+    await during;
+
+    const window = await withClient(async (c) => {
+      const { rows } = await c.query<{ first: Date; last: Date; n: string; lots: string }>(
+        `select min(recorded_at) as first, max(recorded_at) as last, count(*) as n, count(distinct data->>'lot_transaction_id') as lots
+           from events where type = 'PointsExpired'`,
+      );
+      const w = rows[0]!;
+      const earns = await c.query<{ n: string }>(
+        `select count(*) as n from events
+          where type = 'PointsEarned' and recorded_at >= $1 and recorded_at <= $2 and stream_id = any($3)`,
+        [dueAt, w.last, customers.map((id) => streams.customer(id))],
+      );
+      return { first: new Date(w.first), last: new Date(w.last), n: Number(w.n), lots: Number(w.lots), earns: Number(earns.rows[0]!.n) };
+    }, dbName);
+    const expirySeconds = (window.last.getTime() - dueAt.getTime()) / 1000;
+    return {
+      lots: expired,
+      customers: lotCustomers,
+      expiredPerSecond: window.n / expirySeconds,
+      expirySeconds,
+      exactlyOnce: window.n === options.lots && window.lots === options.lots,
+      earnsBefore: before.okPerSecond,
+      earnsDuring: window.earns / expirySeconds,
+      firstLateMs: window.first.getTime() - dueAt.getTime(),
+    };
+  } finally {
+    await server?.stop();
+    await dropDatabase(dbName);
+  }
+}
+
+/** Registrations and `lots` earns (one lot each, expiring at `dueAt`) over `customers` customers. */
+async function seedLots(dbName: string, businessId: string, customers: number, lots: number, dueAt: Date): Promise<void> {
+  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: 3 });
+  try {
+    const eventStore = new PostgresEventStore(database.db);
+    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+    let left = lots;
+    for (let made = 0; made < customers; ) {
+      const writes: AppendWrite[] = [];
+      for (let i = 0; i < CUSTOMERS_PER_APPEND && made < customers; i++, made++) {
+        const customerId = newId('customer');
+        const events: CustomerEvent[] = [
+          {
+            type: 'CustomerRegistered',
+            data: { customer_id: customerId, business_id: businessId, email: `${customerId}@bench.example`, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} },
+          },
+        ];
+        const count = Math.min(LOTS_PER_CUSTOMER, left);
+        left -= count;
+        for (let n = 1; n <= count; n++) {
+          events.push({
+            type: 'PointsEarned',
+            data: {
+              transaction_id: newId('transaction'),
+              amount: 10,
+              balance: 10 * n,
+              description: null,
+              reference: null,
+              metadata: {},
+              base_amount: 10,
+              multiplier: 1,
+              available_at: null,
+              expires_at: dueAt.toISOString(),
+            },
+          });
+        }
+        writes.push({ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(events, ctx) });
+      }
+      await eventStore.append(writes);
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+/** Waits until `lots` expiries are in the log; how many there were at the end. */
+async function waitForExpiries(dbName: string, lots: number, timeoutSeconds: number): Promise<number> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return withClient(async (c) => {
+    for (;;) {
+      const { rows } = await c.query<{ n: string }>(`select count(*) as n from events where type = 'PointsExpired'`);
+      const n = Number(rows[0]!.n);
+      if (n >= lots || Date.now() > deadline) return n;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, dbName);
+}
