@@ -60,7 +60,7 @@ export async function measureLifecycle(
     // Due after seeding and projecting (about 10 s for 100,000 lots here); the earn load starts just before.
     const dueAt = new Date(Date.now() + 25_000 + options.lots / 10);
     log(`lifecycle: seeding ${options.lots.toLocaleString('en-US')} lots over ${lotCustomers.toLocaleString('en-US')} customers, all expiring at ${dueAt.toISOString()}`);
-    await seedLots(dbName, keys.business_id, lotCustomers, options.lots, dueAt);
+    await seedLots(databaseUrl(dbName), keys.business_id, lotCustomers, options.lots, dueAt);
     if (!(await waitForProjections(dbName, 120))) throw new Error('the read models did not catch up with the seeded lots within 120 s');
     log(`lifecycle: seeded and projected in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${Math.max(0, (dueAt.getTime() - Date.now()) / 1000).toFixed(1)} s before they are due`);
 
@@ -100,9 +100,14 @@ export async function measureLifecycle(
   }
 }
 
-/** Registrations and `lots` earns (one lot each, expiring at `dueAt`) over `customers` customers. */
-async function seedLots(dbName: string, businessId: string, customers: number, lots: number, dueAt: Date): Promise<void> {
-  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: 3 });
+/**
+ * Registrations and `lots` earns of 10 points (one lot each, expiring at `dueAt`) over `customers`
+ * customers, appended straight to the log of the database at `url` (the bulk path: as the decider
+ * writes them, without requests). The seeded customers' ids.
+ */
+export async function seedLots(url: string, businessId: string, customers: number, lots: number, dueAt: Date): Promise<string[]> {
+  const ids: string[] = [];
+  const database = await openDatabase({ databaseUrl: url, poolSize: 3 });
   try {
     const eventStore = new PostgresEventStore(database.db);
     const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
@@ -111,13 +116,14 @@ async function seedLots(dbName: string, businessId: string, customers: number, l
       const writes: AppendWrite[] = [];
       for (let i = 0; i < CUSTOMERS_PER_APPEND && made < customers; i++, made++) {
         const customerId = newId('customer');
+        ids.push(customerId);
         const events: CustomerEvent[] = [
           {
             type: 'CustomerRegistered',
             data: { customer_id: customerId, business_id: businessId, email: `${customerId}@bench.example`, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} },
           },
         ];
-        const count = Math.min(LOTS_PER_CUSTOMER, left);
+        const count = Math.min(Math.ceil(lots / customers), left);
         left -= count;
         for (let n = 1; n <= count; n++) {
           events.push({
@@ -143,6 +149,7 @@ async function seedLots(dbName: string, businessId: string, customers: number, l
   } finally {
     await database.close();
   }
+  return ids;
 }
 
 /** Waits until `lots` expiries are in the log; how many there were at the end. */
