@@ -75,6 +75,8 @@ export interface LotsTable {
   available_at: Timestamp | null;
   expires_at: Timestamp | null;
   noticed: boolean;
+  /** How many times it expired (points a cancelled redemption gave back can expire again). */
+  expiries: number;
   created_at: Timestamp;
   seq: Generated<number>;
 }

@@ -26,7 +26,7 @@ export function applyDueThroughCommands(deps: CommandDeps): ApplyDue {
       const events = customerDecider.decide({ type: 'ApplyDueWork', lifecycle }, customer.state);
       const after = events.reduce((state, e) => evolveCustomer(state, { ...e, recordedAt: ctx.now }), customer.state);
       const next = nextDueAt(after, program.policy);
-      const revision = customer.revision === 'no_stream' ? -1 : customer.revision;
+      const revision = typeof customer.revision === 'number' ? customer.revision : -1;
       decided = {
         work: events.map((e) => doneWork(e, program.policy.settings.expiring_notice_days)),
         nextDueAt: next === null ? null : new Date(next),

@@ -26,11 +26,11 @@ export class LotBookFixture {
     const shares = planDebit(this.lots, amount);
     if (!shares) throw new Error(`cannot debit ${amount}`);
     this.lots = takeShares(this.lots, shares);
-    return shares.map((s) => ({ transaction_id: s.transactionId, amount: s.amount }));
+    return shares;
   }
 
   giveBack(shares: Array<{ transaction_id: string; amount: number }>): void {
-    this.lots = returnShares(this.lots, shares.map((s) => ({ transactionId: s.transaction_id, amount: s.amount })));
+    this.lots = returnShares(this.lots, shares);
   }
 
   release(transactionId: string): void {

@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.js';
 import { insertRows } from '../insert-rows.js';
 import { defineProjector, type ProjectedEventOf } from '../projector.js';
 import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
-import { LOT_COLUMNS, LOT_UPSERT, LotBook, sharesOf } from './lot-book.js';
+import { LOT_COLUMNS, LOT_UPSERT, LotBook } from './lot-book.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
 function lifetimeEffect(entry: LedgerEntry): Lifetime {
@@ -245,7 +245,7 @@ export const customersProjector = defineProjector<Batch>({
       batch.lots.reverse(streams.customerIdOf(event.streamId), data.reversed_transaction_id, {
         fromLot: data.from_lot,
         fromExpired: data.from_expired,
-        fromBalance: sharesOf(data.lots),
+        fromBalance: data.lots,
       });
     },
   },

@@ -77,7 +77,7 @@ export class LotBook {
   /** A debit takes its recorded shares; one written before lots existed is planned as the decider plans it. */
   debit(customerId: string, shares: readonly LotShare[] | undefined, amount: number): void {
     this.change(customerId, (lots) => {
-      const taken = shares ? sharesOf(shares) : planDebit(lots, amount);
+      const taken = shares ?? planDebit(lots, amount);
       if (!taken) throw new Error(`customer ${customerId}: a debit of ${amount} is more than its lots hold`);
       return takeShares(lots, taken);
     });
@@ -89,7 +89,7 @@ export class LotBook {
    * consumption order), which no expiry could tell apart then.
    */
   giveBack(customerId: string, shares: readonly LotShare[] | undefined, amount: number): void {
-    this.change(customerId, (lots) => returnShares(lots, shares ? sharesOf(shares) : lastSpent(lots, amount)));
+    this.change(customerId, (lots) => returnShares(lots, shares ?? lastSpent(lots, amount)));
   }
 
   release(customerId: string, transactionId: string): void {
@@ -192,14 +192,12 @@ function lastSpent(lots: readonly Lot[], amount: number): Share[] {
   for (const lot of lots.filter((l) => l.spent > 0).sort(consumptionOrder).reverse()) {
     if (left === 0) break;
     const given = Math.min(left, lot.spent);
-    shares.push({ transactionId: lot.transactionId, amount: given });
+    shares.push({ transaction_id: lot.transactionId, amount: given });
     left -= given;
   }
   if (left > 0) throw new Error(`a return of ${amount} is more than the lots had spent`);
   return shares;
 }
-
-export const sharesOf = (shares: readonly LotShare[]): Share[] => shares.map((s) => ({ transactionId: s.transaction_id, amount: s.amount }));
 
 const pendingOf = (lot: Lot) => (lot.status === 'pending' ? lot.remaining : 0);
 
@@ -217,6 +215,7 @@ function lotOf(row: LotRow): Lot {
     expiresAt: row.expires_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     noticed: row.noticed,
+    expiries: row.expiries,
   };
 }
 
@@ -235,6 +234,7 @@ function rowOf(lot: Lot, customerId: string, businessId: string): Record<string,
     available_at: lot.availableAt,
     expires_at: lot.expiresAt,
     noticed: lot.noticed,
+    expiries: lot.expiries,
     created_at: lot.createdAt,
   };
 }
@@ -253,6 +253,7 @@ export const LOT_COLUMNS = {
   available_at: 'timestamptz',
   expires_at: 'timestamptz',
   noticed: 'boolean',
+  expiries: 'integer',
   created_at: 'timestamptz',
 };
 
@@ -260,4 +261,4 @@ export const LOT_COLUMNS = {
 export const LOT_UPSERT = sql`on conflict (customer_id, transaction_id) do update set
   remaining = excluded.remaining, spent = excluded.spent, expired = excluded.expired, reversed = excluded.reversed,
   reversed_from_lot = excluded.reversed_from_lot, status = excluded.status, available_at = excluded.available_at,
-  expires_at = excluded.expires_at, noticed = excluded.noticed`;
+  expires_at = excluded.expires_at, noticed = excluded.noticed, expiries = excluded.expiries`;
