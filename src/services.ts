@@ -30,7 +30,7 @@ import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher
 import { webhookSecrets } from './webhooks/secrets.js';
 import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
-import { LifecycleScheduler } from './lifecycle/scheduler.js';
+import { LifecycleScheduler, type SchedulerOptions } from './lifecycle/scheduler.js';
 import { applyDueThroughCommands } from './lifecycle/apply-due.js';
 
 export interface ServicesOptions {
@@ -51,6 +51,8 @@ export interface ServicesOptions {
   projectionsElsewhere?: boolean;
   /** Overrides for the webhook dispatcher. */
   dispatcher?: Partial<DispatcherOptions>;
+  /** Overrides for the lifecycle scheduler (batch size, concurrency). */
+  scheduler?: Partial<SchedulerOptions>;
   /** Where time comes from, everywhere (default: the system clock). */
   clock?: Clock;
   /** Where ids come from, everywhere (default: `newId`). */
@@ -122,6 +124,7 @@ export async function createServices(options: ServicesOptions) {
     holder: processMark.id,
     claimMs: config.claimLeaseMs,
     logger,
+    ...options.scheduler,
   });
   if (options.runProjections) {
     projections.start();
