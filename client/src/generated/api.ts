@@ -91,6 +91,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/customers/{customer_id}/lots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A customer's point lots
+         * @description The customer's point lots (CONTRACT.md §13): one per credit, with what remains of it, its status and when it becomes available and expires. Debits take from available lots soonest-expiring first (never-expiring last), then oldest first. Only lots with points left unless `all=true`. The cursor is a lot's `transaction_id`. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         */
+        get: operations["listLots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/customers/{customer_id}/stream": {
         parameters: {
             query?: never;
@@ -741,6 +761,106 @@ export type webhooks = {
         patch?: never;
         trace?: never;
     };
+    "points.released": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.released message
+         * @description Pending points became spendable (ledger type `release`); `lot_transaction_id` is the credit, `released_at` its `available_at`. Sent to endpoints subscribed to `points.released` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsReleasedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.expiring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.expiring message
+         * @description Points of a lot expire in `expiring_notice_days` or less unless spent first; sent once per lot, `transaction_id` names the lot (its credit). Sent to endpoints subscribed to `points.expiring` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsExpiringWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.expired message
+         * @description A lot's remaining points expired (ledger type `expire`); `transaction_id` is the expiry's ledger line, `lot_transaction_id` the credit, `expired_at` the lot's `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsExpiredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.reversed message
+         * @description All or part of a credit was reversed (ledger type `reversal`): `from_lot` came out of its lot, `from_expired` out of lifetime_expired, `lots` from the balance. Sent to endpoints subscribed to `points.reversed` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsReversedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tier.downgraded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tier.downgraded message
+         * @description Rolling tier qualification: the points credited in the window fell below the held tier's threshold; `new_tier` is null below every threshold. Sent to endpoints subscribed to `tier.downgraded` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["tierDowngradedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type components = {
     schemas: {
@@ -823,6 +943,10 @@ export type components = {
                 };
                 base_amount: number;
                 multiplier: number;
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -849,6 +973,10 @@ export type components = {
                 metadata: {
                     [key: string]: unknown;
                 };
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -875,6 +1003,14 @@ export type components = {
                 metadata: {
                     [key: string]: unknown;
                 };
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -903,6 +1039,10 @@ export type components = {
                 multiplier: number;
                 points_awarded: number;
                 balance: number;
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -931,6 +1071,10 @@ export type components = {
                     [key: string]: unknown;
                 };
                 balance: number;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -954,12 +1098,148 @@ export type components = {
                 reward_id: string;
                 points_cost: number;
                 balance: number;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
                  * @example 2026-11-22T14:03:07.123Z
                  */
                 cancelled_at: string;
+            };
+        };
+        PointsReleasedWebhook: {
+            /** @enum {string} */
+            type: "points.released";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                lot_transaction_id: string;
+                amount: number;
+                balance: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                released_at: string;
+                customer_id: string;
+            };
+        };
+        PointsExpiringWebhook: {
+            /** @enum {string} */
+            type: "points.expiring";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                customer_id: string;
+                /** @description The lot: the id of the credit that made it. */
+                transaction_id: string;
+                /** @description The points of the lot that will expire unless spent first. */
+                amount: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                expires_at: string;
+            };
+        };
+        PointsExpiredWebhook: {
+            /** @enum {string} */
+            type: "points.expired";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                lot_transaction_id: string;
+                amount: number;
+                balance: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                expired_at: string;
+                customer_id: string;
+            };
+        };
+        PointsReversedWebhook: {
+            /** @enum {string} */
+            type: "points.reversed";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                reversed_transaction_id: string;
+                amount: number;
+                from_lot: number;
+                from_expired: number;
+                lots: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
+                balance: number;
+                description: string | null;
+                reference: string | null;
+                metadata: {
+                    [key: string]: unknown;
+                };
+                customer_id: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                created_at: string;
+            };
+        };
+        TierDowngradedWebhook: {
+            /** @enum {string} */
+            type: "tier.downgraded";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                previous_tier: {
+                    id: string;
+                    name: string;
+                    points_threshold: number;
+                    multiplier: number;
+                    benefits: string[];
+                };
+                new_tier: {
+                    id: string;
+                    name: string;
+                    points_threshold: number;
+                    multiplier: number;
+                    benefits: string[];
+                } | null;
+                qualifying_points: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                downgraded_at: string;
+                customer_id: string;
             };
         };
         /**
@@ -976,6 +1256,12 @@ export type components = {
          *       "points_balance": 620,
          *       "lifetime_earned": 720,
          *       "lifetime_redeemed": 100,
+         *       "points_pending": 0,
+         *       "lifetime_expired": 0,
+         *       "next_expiring": {
+         *         "amount": 150,
+         *         "expires_at": "2027-11-22T14:03:07.123Z"
+         *       },
          *       "tier": {
          *         "id": "tier_9XkQ2mP4vR7tY1wB3nL5",
          *         "name": "Silver",
@@ -1004,6 +1290,10 @@ export type components = {
             points_balance: number;
             lifetime_earned: number;
             lifetime_redeemed: number;
+            /** @description Points credited but not spendable yet (until their `available_at`). */
+            points_pending: number;
+            lifetime_expired: number;
+            next_expiring: components["schemas"]["NextExpiring"];
             tier: components["schemas"]["CustomerTier"];
             /**
              * Format: date-time
@@ -1016,6 +1306,21 @@ export type components = {
              */
             updated_at: string;
         };
+        /**
+         * @description The points that expire soonest unless spent first, and when; null when no points expire.
+         * @example {
+         *       "amount": 150,
+         *       "expires_at": "2027-11-22T14:03:07.123Z"
+         *     }
+         */
+        NextExpiring: {
+            amount: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at: string;
+        } | null;
         /**
          * @example {
          *       "id": "tier_9XkQ2mP4vR7tY1wB3nL5",
@@ -1387,7 +1692,13 @@ export type components = {
          *       "points": {
          *         "balance": 620,
          *         "lifetime_earned": 720,
-         *         "lifetime_redeemed": 100
+         *         "lifetime_redeemed": 100,
+         *         "pending": 0,
+         *         "lifetime_expired": 0,
+         *         "next_expiring": {
+         *           "amount": 150,
+         *           "expires_at": "2027-11-22T14:03:07.123Z"
+         *         }
          *       },
          *       "tier": {
          *         "current": {
@@ -1434,6 +1745,10 @@ export type components = {
                 balance: number;
                 lifetime_earned: number;
                 lifetime_redeemed: number;
+                /** @description Points credited but not spendable yet. */
+                pending: number;
+                lifetime_expired: number;
+                next_expiring: components["schemas"]["NextExpiring"];
             };
             tier: {
                 current: components["schemas"]["CustomerTier"];
@@ -1446,7 +1761,7 @@ export type components = {
             };
             recent_activity: {
                 /** @enum {string} */
-                type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled";
+                type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled" | "release" | "expire" | "reversal";
                 amount: number;
                 description: string | null;
                 /**
@@ -1481,7 +1796,7 @@ export type components = {
              * @description A ledger line; POST answers earn, deduct or adjust.
              * @enum {string}
              */
-            type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled";
+            type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled" | "release" | "expire" | "reversal";
             /** @description Points moved; type says the direction (deduct and redemption take points away). */
             amount: number;
             /** @description The balance right after this transaction. */
@@ -1495,6 +1810,47 @@ export type components = {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+         *       "amount": 150,
+         *       "remaining": 150,
+         *       "reversed": 0,
+         *       "status": "available",
+         *       "available_at": null,
+         *       "expires_at": "2027-11-22T14:03:07.123Z",
+         *       "created_at": "2026-11-22T14:03:07.123Z"
+         *     }
+         */
+        Lot: {
+            /** @description The credit that made the lot (`txn_…` or `evt_…`); the list's cursor. */
+            transaction_id: string;
+            /** @description Points credited. */
+            amount: number;
+            /** @description Points still in the lot (spendable once available). */
+            remaining: number;
+            /** @description Points reversals of this credit took back. */
+            reversed: number;
+            /** @enum {string} */
+            status: "pending" | "available" | "spent" | "expired";
+            /**
+             * Format: date-time
+             * @description While pending: when it becomes spendable.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at: string | null;
+            /**
+             * Format: date-time
+             * @description When its remaining points expire; null: never.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z
@@ -2355,7 +2711,7 @@ export type components = {
             /** @example whk_2wE4rT6yU8iO0pA1sD3f */
             id: string;
             url: string;
-            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description: string | null;
             active: boolean;
             /** @description Why the service disabled it (e.g. a 410 Gone), if it did. */
@@ -2389,8 +2745,8 @@ export type components = {
         WebhookCreate: {
             /** @example https://example.com/hooks/loyalty */
             url: string;
-            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled. */
-            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled, points.released, points.expiring, points.expired, points.reversed, tier.downgraded. */
+            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description?: string;
         };
         /** @description `webhook_not_found` (404): No webhook endpoint with this id in the key’s business. */
@@ -2415,8 +2771,8 @@ export type components = {
         WebhookUpdate: {
             /** @example https://example.com/hooks/loyalty */
             url?: string;
-            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled. */
-            events?: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled, points.released, points.expiring, points.expired, points.reversed, tier.downgraded. */
+            events?: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description?: string | null;
             active?: boolean;
         };
@@ -2441,7 +2797,7 @@ export type components = {
             /** @description The webhook-id header: stable across retries of one message. */
             message_id: string;
             /** @enum {string} */
-            event_type: "tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "webhook.test";
+            event_type: "tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "webhook.test";
             attempt: number;
             /**
              * Format: date-time
@@ -3438,6 +3794,136 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PointsTransaction"][];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerNotFoundError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    listLots: {
+        parameters: {
+            query?: {
+                /** @description Page size (1–200, default 50). */
+                limit?: number;
+                /** @description Id of the last item of the previous page. */
+                starting_after?: string;
+                /** @description Also lots with nothing left (spent, expired, fully reversed). */
+                all?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description A customer’s id (`cust_…`). */
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lots with points left (every lot with `all=true`), oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lot"][];
                 };
             };
             /** @description The request is not valid; nothing was done. */
@@ -8804,6 +9290,237 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RedemptionCancelledWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsReleasedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.released",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_2b9c5d1e8f3a4b7c9d0e1f2a",
+                 *         "lot_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "balance": 770,
+                 *         "released_at": "2026-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsReleasedWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsExpiringWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.expiring",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "expires_at": "2027-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsExpiringWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsExpiredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.expired",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_5e6f7a8b9c0d1e2f3a4b5c6d",
+                 *         "lot_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "balance": 470,
+                 *         "expired_at": "2027-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsExpiredWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsReversedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.reversed",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_4KpL6nM8qR0sT2uV4wX6",
+                 *         "reversed_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "from_lot": 100,
+                 *         "from_expired": 0,
+                 *         "lots": [
+                 *           {
+                 *             "transaction_id": "txn_7YhG5fD3sA1qW9eR7tY5",
+                 *             "amount": 50
+                 *           }
+                 *         ],
+                 *         "balance": 470,
+                 *         "description": "Order #7731 refunded",
+                 *         "reference": "refund-7731",
+                 *         "metadata": {},
+                 *         "created_at": "2026-11-22T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsReversedWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    tierDowngradedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "tier.downgraded",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "previous_tier": {
+                 *           "id": "tier_9kLm2NpQ4rSt6VwX8yZa",
+                 *           "name": "Silver",
+                 *           "points_threshold": 500,
+                 *           "multiplier": 1.25,
+                 *           "benefits": [
+                 *             "Free delivery"
+                 *           ]
+                 *         },
+                 *         "new_tier": null,
+                 *         "qualifying_points": 320,
+                 *         "downgraded_at": "2027-02-20T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TierDowngradedWebhook"];
             };
         };
         responses: {
