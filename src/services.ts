@@ -4,6 +4,7 @@ import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { eventCommands } from './commands/customer/event-commands.js';
+import { lifecycleCommands } from './commands/customer/lifecycle-commands.js';
 import { redemptionCommands } from './commands/customer/redemption-commands.js';
 import { programCommands } from './commands/program/program-commands.js';
 import { rewardCommands } from './commands/reward/reward-commands.js';
@@ -118,8 +119,9 @@ export async function createServices(options: ServicesOptions) {
     ...options.dispatcher,
   });
   const customers = customerCommands(deps);
+  const lifecycle = lifecycleCommands(deps);
   const scheduler = new LifecycleScheduler(database.db, {
-    applyDue: applyDueThroughCommands(deps),
+    applyDue: applyDueThroughCommands(lifecycle),
     now: () => clock.now(),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,
@@ -150,6 +152,7 @@ export async function createServices(options: ServicesOptions) {
       rewards: rewardCommands(deps),
       events: eventCommands(deps),
       redemptions: redemptionCommands(deps),
+      lifecycle,
       webhooks,
     },
     queries: {

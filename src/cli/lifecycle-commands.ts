@@ -33,7 +33,7 @@ function runJson(run: CustomerRun) {
 
 const VERBS: Record<string, string> = {
   PointsReleased: 'released',
-  PointsExpiringNotified: 'notified expiring',
+  PointsExpiringNotified: 'notified: expiring',
   PointsExpired: 'expired',
   TierDowngraded: 'downgraded',
 };
@@ -42,5 +42,5 @@ function describe(work: CustomerRun['work'][number]): string {
   const verb = VERBS[work.type] ?? work.type;
   const points = work.amount === null ? '' : ` ${work.amount} points`;
   const lot = work.lot === null ? '' : ` of lot ${work.lot}`;
-  return `${verb}${points}${lot} (due ${work.due_at})`;
+  return `${verb}${points}${lot} at ${work.at}`;
 }

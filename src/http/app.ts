@@ -26,6 +26,7 @@ import { pointsRoutes } from './routes/points-routes.js';
 import { redemptionRoutes } from './routes/redemption-routes.js';
 import { rewardRoutes } from './routes/reward-routes.js';
 import { tierRoutes } from './routes/tier-routes.js';
+import { programRoutes } from './routes/program-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { customerAuditRoutes } from './routes/customer-audit-routes.js';
 import { meRoutes } from './routes/me-routes.js';
@@ -98,6 +99,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.route('/api/v1', pointsRoutes);
   app.route('/api/v1', keyRoutes);
   app.route('/api/v1', tierRoutes);
+  app.route('/api/v1', programRoutes);
   app.route('/api/v1', eventTypeRoutes);
   app.route('/api/v1', rewardRoutes);
   app.route('/api/v1', redemptionRoutes);

@@ -10,8 +10,8 @@ export interface DoneWork {
   /** The lot (credit id) it was about; null for a downgrade. */
   lot: string | null;
   amount: number | null;
-  /** When it was due (ISO): the lot's available_at / notice instant / expires_at, or the downgrade's instant. */
-  due_at: string;
+  /** The instant it names (ISO): the release's available_at, the expiry a notice announces, the expiry's expires_at, the downgrade's instant. */
+  at: string;
 }
 
 /** What applying a customer's due work did, as the command path answered it. */

@@ -48,7 +48,7 @@ describe('lifecycle scheduler (injected clock)', () => {
   async function run() {
     const runs = await t.services.scheduler.runOnce();
     await t.services.projections.catchUp();
-    return runs.filter((r) => r.work.length > 0).map((r) => ({ customer: r.customer_id, work: r.work.map((w) => [w.type, w.lot, w.amount, w.due_at]) }));
+    return runs.filter((r) => r.work.length > 0).map((r) => ({ customer: r.customer_id, work: r.work.map((w) => [w.type, w.lot, w.amount, w.at]) }));
   }
   const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -77,7 +77,7 @@ describe('lifecycle scheduler (injected clock)', () => {
     at = T0 + 3 * DAY - 1;
     expect(await run()).toEqual([]);
     at = T0 + 3 * DAY + 5; // the notice: 7 days ahead
-    expect(await run()).toEqual([{ customer: id, work: [['PointsExpiringNotified', lot, 70, iso(T0 + 3 * DAY)]] }]);
+    expect(await run()).toEqual([{ customer: id, work: [['PointsExpiringNotified', lot, 70, iso(T0 + 10 * DAY)]] }]);
     at = T0 + 10 * DAY - 1;
     expect(await run()).toEqual([]);
     at = T0 + 10 * DAY + 1500; // within 2 s of the due time

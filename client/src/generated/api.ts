@@ -151,6 +151,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/customers/{customer_id}/transactions/{transaction_id}/reverse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reverse all or part of a credit (a refund)
+         * @description Reverses `amount` (default: all not reversed yet) of an earn, positive adjust or event credit, e.g. when its order is refunded: taken from the credit’s own lot first (pending or available), then from the part of it that already expired (out of lifetime_expired, not the balance), the rest from the balance. lifetime_earned drops by the amount; in rolling tier qualification the credit counts for that much less. 404 `transaction_not_found` for an id the customer does not have; 422 `transaction_not_reversible` for a debit; 422 `reversal_exceeds_credit` beyond what is left to reverse (`reversible_amount`); 422 `insufficient_points` when the balance cannot cover the rest. Nothing is recorded on any refusal. `reference` follows the rules of points transactions.
+         */
+        post: operations["reverseTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/keys": {
         parameters: {
             query?: never;
@@ -241,6 +261,30 @@ export type paths = {
          * @description Customers keep the tier they hold; a changed threshold applies from their next earn.
          */
         patch: operations["updateTier"];
+        trace?: never;
+    };
+    "/api/v1/program": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The points lifecycle policy
+         * @description The business’s points lifecycle policy: `points_expiry_days` (null: points never expire), `pending_days`, `expiring_notice_days`, and `tier_qualification` (`lifetime`, or `rolling` over `window_days`). Until changed, the defaults: no expiry, no pending, notices 7 days ahead, lifetime tiers.
+         */
+        get: operations["getProgramSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the points lifecycle policy
+         * @description Changes any field of the policy (`tier_qualification` merges field by field); the answer is the whole policy as it now stands. The policy applies to credits made from now on, never to earlier ones. `rolling` needs `window_days` (≥ 1); a change of mode or window lets earlier credits inside the window count, and nobody is downgraded sooner than window_days after it. Out of range: 400 `validation_error` naming the field.
+         */
+        patch: operations["updateProgramSettings"];
         trace?: never;
     };
     "/api/v1/event-types": {
@@ -1785,6 +1829,8 @@ export type components = {
          *       "metadata": {
          *         "store": "berlin-1"
          *       },
+         *       "available_at": null,
+         *       "expires_at": "2027-11-22T14:03:07.123Z",
          *       "created_at": "2026-11-22T14:03:07.123Z"
          *     }
          */
@@ -1810,6 +1856,20 @@ export type components = {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When the points became or become spendable; null: at once (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When the points expire; null: never (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at?: string | null;
+            /** @description reversal: the credit reversed. */
+            reversed_transaction_id?: string;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z
@@ -1932,6 +1992,8 @@ export type components = {
          *       "base_points": 250,
          *       "multiplier": 1.25,
          *       "balance": 932,
+         *       "available_at": null,
+         *       "expires_at": null,
          *       "created_at": "2026-11-22T14:05:41.870Z"
          *     }
          */
@@ -1948,6 +2010,18 @@ export type components = {
             base_points: number;
             multiplier: number;
             balance: number;
+            /**
+             * Format: date-time
+             * @description When the points became or become spendable; null: at once (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When the points expire; null: never (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at?: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z
@@ -2038,7 +2112,8 @@ export type components = {
          *       "apply_multiplier": true,
          *       "metadata": {
          *         "store": "berlin-1"
-         *       }
+         *       },
+         *       "expires_at": "2027-11-22T14:03:07.123Z"
          *     }
          */
         PointsTransactionCreate: {
@@ -2062,6 +2137,77 @@ export type components = {
             };
             /** @description earn only: multiply by the customer's tier multiplier. */
             apply_multiplier?: boolean;
+            /**
+             * Format: date-time
+             * @description When the points become spendable (in the future); until then they are pending. Default: now + the program's pending_days.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            available_at?: string;
+            /**
+             * Format: date-time
+             * @description When the points expire (in the future, after available_at); null: never. Default: the program's points_expiry_days after the points become available.
+             * @example 2027-12-01T00:00:00.000Z
+             */
+            expires_at?: string | null;
+        };
+        /** @description `transaction_not_found` (404): A reversal names a transaction this customer does not have. */
+        TransactionNotFoundError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "transaction_not_found";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal names a transaction this customer does not have.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /** @description `transaction_not_reversible` (422): A reversal names a transaction that is not a credit (a deduction, negative adjust, redemption, release, expiry or reversal); nothing was recorded. */
+        TransactionNotReversibleError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "transaction_not_reversible";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal names a transaction that is not a credit (a deduction, negative adjust, redemption, release, expiry or reversal); nothing was recorded.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /** @description `reversal_exceeds_credit` (422): A reversal asks for more than the credit’s points not reversed yet; nothing was recorded. */
+        ReversalExceedsCreditError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "reversal_exceeds_credit";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal asks for more than the credit’s points not reversed yet; nothing was recorded.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /**
+         * @example {
+         *       "amount": 50,
+         *       "reference": "refund-7731",
+         *       "description": "Order #7731 partly refunded"
+         *     }
+         */
+        ReversalCreate: {
+            /** @description Points to reverse; default: all of the credit not reversed yet. */
+            amount?: number;
+            /** @description Unique per customer across transactions, events and redemptions, forever (e.g. the refund id). */
+            reference?: string;
+            description?: string;
         };
         /**
          * @example {
@@ -2266,6 +2412,54 @@ export type components = {
              */
             metadata?: {
                 [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "points_expiry_days": 365,
+         *       "pending_days": 14,
+         *       "expiring_notice_days": 7,
+         *       "tier_qualification": {
+         *         "mode": "rolling",
+         *         "window_days": 365
+         *       },
+         *       "updated_at": "2026-11-22T14:03:07.123Z"
+         *     }
+         */
+        ProgramSettings: {
+            points_expiry_days: number | null;
+            pending_days: number;
+            expiring_notice_days: number;
+            tier_qualification: {
+                /** @enum {string} */
+                mode: "lifetime" | "rolling";
+                window_days: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description When the policy last changed; null while it is the default.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            updated_at: string | null;
+        };
+        /**
+         * @example {
+         *       "points_expiry_days": 365,
+         *       "pending_days": 14,
+         *       "tier_qualification": {
+         *         "mode": "rolling",
+         *         "window_days": 365
+         *       }
+         *     }
+         */
+        ProgramSettingsUpdate: {
+            points_expiry_days?: number | null;
+            pending_days?: number;
+            expiring_notice_days?: number;
+            tier_qualification?: {
+                /** @enum {string} */
+                mode?: "lifetime" | "rolling";
+                window_days?: number | null;
             };
         };
         /**
@@ -2669,6 +2863,18 @@ export type components = {
             };
             /** @description Unique per customer across transactions, events and redemptions. */
             reference?: string;
+            /**
+             * Format: date-time
+             * @description When the points become spendable (in the future); until then they are pending. Default: now + the program's pending_days.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            available_at?: string;
+            /**
+             * Format: date-time
+             * @description When the points expire (in the future, after available_at); null: never. Default: the program's points_expiry_days after the points become available.
+             * @example 2027-12-01T00:00:00.000Z
+             */
+            expires_at?: string | null;
         };
         /**
          * @example {
@@ -4325,6 +4531,181 @@ export interface operations {
             };
         };
     };
+    reverseTransaction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request replays the first answer (`Idempotent-Replayed: true`) instead of doing it again; with a different request it answers 422 `idempotency_key_reused`, while the first still runs 409 `idempotency_key_in_progress`. Scoped to the business, kept 24 hours. Use one key per logical operation and reuse it on every retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A customer’s id (`cust_…`). */
+                customer_id: string;
+                /** @description The credit’s id: `txn_…` of an earn or adjust, `evt_…` of an event. */
+                transaction_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReversalCreate"];
+            };
+        };
+        responses: {
+            /** @description The reversal (type `reversal`), with the balance right after it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PointsTransaction"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"] | components["schemas"]["InvalidJsonError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerNotFoundError"] | components["schemas"]["TransactionNotFoundError"];
+                };
+            };
+            /** @description Conflict with the current state (see `code`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DuplicateTransactionError"] | components["schemas"]["ConflictError"] | components["schemas"]["IdempotencyKeyInProgressError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body is not sent as `application/json`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description Valid, but it cannot be done (see `code`); nothing was recorded. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPointsError"] | components["schemas"]["TransactionNotReversibleError"] | components["schemas"]["ReversalExceedsCreditError"] | components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
     listKeys: {
         parameters: {
             query?: {
@@ -5232,6 +5613,269 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TierNotFoundError"];
+                };
+            };
+            /** @description Conflict with the current state (see `code`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictError"] | components["schemas"]["IdempotencyKeyInProgressError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body is not sent as `application/json`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description Valid, but it cannot be done (see `code`); nothing was recorded. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    getProgramSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy as it stands. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProgramSettings"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    updateProgramSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request replays the first answer (`Idempotent-Replayed: true`) instead of doing it again; with a different request it answers 422 `idempotency_key_reused`, while the first still runs 409 `idempotency_key_in_progress`. Scoped to the business, kept 24 hours. Use one key per logical operation and reuse it on every retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProgramSettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The policy as it now stands. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProgramSettings"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"] | components["schemas"]["InvalidJsonError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
                 };
             };
             /** @description Conflict with the current state (see `code`). */

@@ -45,6 +45,8 @@ const transaction = {
   description: 'Order #7731',
   reference: 'order-7731',
   metadata: { store: 'berlin-1' },
+  available_at: null,
+  expires_at: '2027-11-22T14:03:07.123Z',
   created_at: at,
 };
 const key = {
@@ -102,6 +104,8 @@ const event = {
   base_points: 250,
   multiplier: 1.25,
   balance: 932,
+  available_at: null,
+  expires_at: null,
   created_at: later,
 };
 const webhook = {
@@ -140,7 +144,15 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
       { type: 'redemption', amount: 100, description: 'Free coffee', created_at: '2026-11-21T17:40:02.004Z' },
     ],
   },
-  PointsTransactionCreate: { type: 'earn', amount: 120, reference: 'order-7731', description: 'Order #7731', apply_multiplier: true, metadata: { store: 'berlin-1' } },
+  PointsTransactionCreate: {
+    type: 'earn',
+    amount: 120,
+    reference: 'order-7731',
+    description: 'Order #7731',
+    apply_multiplier: true,
+    metadata: { store: 'berlin-1' },
+    expires_at: '2027-11-22T14:03:07.123Z',
+  },
   PointsTransaction: transaction,
   Lot: {
     transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3',
@@ -153,6 +165,15 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     created_at: at,
   },
   NextExpiring: { amount: 150, expires_at: '2027-11-22T14:03:07.123Z' },
+  ReversalCreate: { amount: 50, reference: 'refund-7731', description: 'Order #7731 partly refunded' },
+  ProgramSettings: {
+    points_expiry_days: 365,
+    pending_days: 14,
+    expiring_notice_days: 7,
+    tier_qualification: { mode: 'rolling', window_days: 365 },
+    updated_at: at,
+  },
+  ProgramSettingsUpdate: { points_expiry_days: 365, pending_days: 14, tier_qualification: { mode: 'rolling', window_days: 365 } },
   StreamEvent: {
     position: 3,
     type: 'PointsEarned',
@@ -233,6 +254,7 @@ export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
   customer_id: 'A customer’s id (`cust_…`).',
   key_id: 'An API key’s id (`key_…`).',
   tier_id: 'A tier’s id (`tier_…`).',
+  transaction_id: 'The credit’s id: `txn_…` of an earn or adjust, `evt_…` of an event.',
   reward_id: 'A reward’s id (`rew_…`).',
   redemption_id: 'A redemption’s id (`red_…`).',
   webhook_id: 'A webhook endpoint’s id (`whk_…`).',

@@ -209,14 +209,36 @@ export function recorded<T extends EventType>(event: RecordedEvent, ...types: T[
 }
 
 export function presentTransactionEvent(event: RecordedEvent) {
-  const entry = ledgerEntryFromEvent(recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled'));
+  const decoded = recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled');
+  const entry = ledgerEntryFromEvent(decoded);
   if (!entry) throw new Error(`${event.type} makes no ledger line`);
-  return presentTransaction(entry);
+  const { created_at, ...line } = presentTransaction(entry);
+  const times = 'available_at' in decoded.data ? decoded.data : { available_at: null, expires_at: null };
+  return { ...line, available_at: times.available_at, expires_at: times.expires_at, created_at };
+}
+
+/** The answer to a reversal: its ledger line (type `reversal`), naming the credit reversed. */
+export function presentReversalEvent(event: RecordedEvent) {
+  const { data } = recorded(event, 'PointsReversed');
+  return {
+    id: data.transaction_id,
+    customer_id: streams.customerIdOf(event.streamId),
+    type: 'reversal' as const,
+    amount: data.amount,
+    balance: data.balance,
+    description: data.description,
+    reference: data.reference,
+    metadata: data.metadata,
+    available_at: null,
+    expires_at: null,
+    reversed_transaction_id: data.reversed_transaction_id,
+    created_at: event.recordedAt.toISOString(),
+  };
 }
 
 export function presentEventRecorded(event: RecordedEvent) {
   const { data } = recorded(event, 'EventRecorded');
-  return presentEvent({
+  const { created_at, ...answer } = presentEvent({
     id: data.event_id,
     customer_id: streams.customerIdOf(event.streamId),
     event_type: data.event_type,
@@ -228,6 +250,7 @@ export function presentEventRecorded(event: RecordedEvent) {
     balance: data.balance,
     created_at: event.recordedAt,
   });
+  return { ...answer, available_at: data.available_at, expires_at: data.expires_at, created_at };
 }
 
 export function presentRewardRedeemed(event: RecordedEvent) {

@@ -35,6 +35,8 @@ export const eventRoutes = createRouter()
           eventType: body.event_type,
           properties: body.properties,
           reference: body.reference ?? null,
+          availableAt: body.available_at,
+          expiresAt: body.expires_at,
         }),
       );
       return c.json(presentEventRecorded(recorded), 201);

@@ -13,6 +13,30 @@ export const MetadataSchema = z
 
 export const TimestampSchema = z.string().openapi({ example: '2026-11-22T14:03:07.123Z', format: 'date-time' });
 
+/** An instant a request sets (ISO 8601 with `Z` or an offset); that it lies in the future is checked when the command decides. */
+export const InstantInputSchema = z.string().datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00.000Z' });
+
+/** `available_at` and `expires_at` of a credit (CONTRACT.md §13), as earn, adjust and events take them. */
+export const LotTimesInputSchema = {
+  available_at: InstantInputSchema.optional().openapi({
+    description: 'When the points become spendable (in the future); until then they are pending. Default: now + the program\'s pending_days.',
+    example: '2026-12-01T00:00:00.000Z',
+  }),
+  expires_at: InstantInputSchema.nullable()
+    .optional()
+    .openapi({
+      description:
+        'When the points expire (in the future, after available_at); null: never. Default: the program\'s points_expiry_days after the points become available.',
+      example: '2027-12-01T00:00:00.000Z',
+    }),
+};
+
+/** A credit's lot times in an answer (null when none). */
+export const LotTimesSchema = {
+  available_at: TimestampSchema.nullable().openapi({ description: 'When the points became or become spendable; null: at once (and for debits).' }),
+  expires_at: TimestampSchema.nullable().openapi({ description: 'When the points expire; null: never (and for debits).' }),
+};
+
 /** A whole number written in decimal digits in a query string (`0x10`, `1e2`, `+5` and ` 7` are refused). */
 export const queryInteger = (min: number, max: number) =>
   z

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { LotTimesInputSchema, LotTimesSchema, MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
 import { CustomerTierSchema, NextExpiringSchema } from './customer-schemas.js';
 
 const MAX_AMOUNT = 1_000_000_000;
@@ -20,6 +20,7 @@ export const PointsTransactionCreateSchema = z
       .openapi({ description: 'Unique per customer across transactions, events and redemptions, forever.' }),
     metadata: MetadataSchema.optional(),
     apply_multiplier: z.boolean().optional().openapi({ description: "earn only: multiply by the customer's tier multiplier." }),
+    ...LotTimesInputSchema,
   })
   .superRefine((t, ctx) => {
     if (t.type === 'adjust' ? t.amount === 0 : t.amount <= 0) {
@@ -27,6 +28,10 @@ export const PointsTransactionCreateSchema = z
     }
     if (t.apply_multiplier !== undefined && t.type !== 'earn') {
       ctx.addIssue({ code: 'custom', path: ['apply_multiplier'], message: 'only allowed when type is earn' });
+    }
+    const debit = t.type === 'deduct' || (t.type === 'adjust' && t.amount < 0);
+    for (const field of ['available_at', 'expires_at'] as const) {
+      if (debit && t[field] !== undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'only a credit (earn, positive adjust) takes one' });
     }
   })
   .openapi('PointsTransactionCreate');
@@ -45,6 +50,9 @@ export const PointsTransactionSchema = z
     description: z.string().nullable(),
     reference: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
+    available_at: LotTimesSchema.available_at.optional(),
+    expires_at: LotTimesSchema.expires_at.optional(),
+    reversed_transaction_id: z.string().optional().openapi({ description: 'reversal: the credit reversed.' }),
     created_at: TimestampSchema,
   })
   .openapi('PointsTransaction');
@@ -70,6 +78,24 @@ export const LotListQuerySchema = PageQuerySchema.extend({
     .optional()
     .openapi({ description: 'Also lots with nothing left (spent, expired, fully reversed).' }),
 });
+
+export const TransactionParamsSchema = z.object({
+  customer_id: z.string().openapi({ param: { name: 'customer_id', in: 'path' }, example: 'cust_4fTz9QbLr2XcVw7NkP1a' }),
+  transaction_id: z.string().openapi({ param: { name: 'transaction_id', in: 'path' }, example: 'txn_8ZkqP2mXv4RtY6wQ1bN3' }),
+});
+
+export const ReversalCreateSchema = z
+  .strictObject({
+    amount: z.number().int().min(1).max(MAX_AMOUNT).optional().openapi({ description: 'Points to reverse; default: all of the credit not reversed yet.' }),
+    reference: z
+      .string()
+      .min(1)
+      .max(255)
+      .optional()
+      .openapi({ description: 'Unique per customer across transactions, events and redemptions, forever (e.g. the refund id).' }),
+    description: z.string().max(500).optional(),
+  })
+  .openapi('ReversalCreate');
 
 export const SummarySchema = z
   .object({
