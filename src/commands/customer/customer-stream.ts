@@ -4,7 +4,7 @@ import type { AppendWrite, Checkpoint, NewEvent, StoredEvent } from '../../store
 import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
-import { write, type Written } from '../write.js';
+import { answeredBy, firstAppended, write, type Written } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 import { DUE_EVENT_TYPES } from './customer-state.js';
@@ -49,9 +49,7 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), {
-    receipt: ctx.receipt && ((writes) => ctx.receipt!(firstCustomerEvent({ writes }, customerId))),
-  });
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, streams.customer(customerId)));
 }
 
 /** An event as a change appended it: what a request's answer is built from. */

@@ -6,7 +6,16 @@ import { commandContext } from './command-context.js';
 import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
-import { type CustomerAnswerRow, presentCustomer, presentLot, presentNextExpiring, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
+import {
+  type CustomerAnswerRow,
+  presentCustomer,
+  NO_POINTS,
+  presentCustomerRegistered,
+  presentLot,
+  presentNextExpiring,
+  presentStreamEvent,
+  presentTransaction,
+} from '../presenters/presenters.js';
 import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
@@ -41,14 +50,7 @@ async function customerAfterWrite(c: Context<AppEnv>, customerId: string, writte
   const base: CustomerAnswerRow = row ?? {
     id: customerId,
     ...EMPTY_PROFILE,
-    points_balance: 0,
-    lifetime_earned: 0,
-    lifetime_redeemed: 0,
-    points_pending: 0,
-    lifetime_expired: 0,
-    next_expiring_amount: null,
-    next_expiring_at: null,
-    tier: null,
+    ...NO_POINTS,
     created_at: registeredAt,
     updated_at: registeredAt,
   };
@@ -92,7 +94,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const ctx = commandContext(c);
+      const ctx = commandContext(c, { status: 201, present: presentCustomerRegistered });
       const profile: CustomerProfile = {
         email: body.email ?? null,
         phone: body.phone ?? null,
@@ -101,8 +103,7 @@ export const customerRoutes = createRouter()
         external_reference: body.external_reference ?? null,
         metadata: body.metadata ?? {},
       };
-      const id = await c.var.services.commands.customers.register(ctx, profile);
-      return c.json(presentCustomer(await customerAfterWrite(c, id, { profile, at: ctx.now })), 201);
+      return c.json(presentCustomerRegistered(await c.var.services.commands.customers.register(ctx, profile)), 201);
     },
   )
   .openapi(
