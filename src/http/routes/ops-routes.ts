@@ -127,9 +127,11 @@ export function registerOps(
   services: Services,
   metrics: Metrics = createMetrics(services),
   metricsText: () => Promise<string> = () => metrics.registry.metrics(),
+  stopping: () => boolean = () => false,
 ) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
+    if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
       const projections = await projectionLag(services);
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
