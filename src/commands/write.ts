@@ -85,9 +85,12 @@ export async function createStream<State, Event extends DomainEvent>(
   return firstAppended(written, stream);
 }
 
-/** The first event a change appended to `stream`: the one a request's answer is built from. */
-export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string): AnsweredEvent {
-  const event = written?.writes.find((w) => w.stream === stream)?.events[0];
+/**
+ * The first event a change appended to `stream` (of the types `answers` accepts): the one a
+ * request's answer is built from.
+ */
+export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string, answers: (type: string) => boolean = () => true): AnsweredEvent {
+  const event = written?.writes.find((w) => w.stream === stream)?.events.find((e) => answers(e.type));
   if (!event) throw new Error(`no event was appended to ${stream}`);
   return { streamId: stream, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
 }
@@ -96,9 +99,9 @@ export function firstAppended(written: { writes: AppendWrite[] } | null, stream:
  * The options that store the request's answer (`ctx.receipt`, when it has an Idempotency-Key) in
  * the append's own transaction, built from the first event appended to `stream` (CONTRACT.md §5).
  */
-export function answeredBy(ctx: CommandContext, stream: string): WriteOptions {
+export function answeredBy(ctx: CommandContext, stream: string, answers?: (type: string) => boolean): WriteOptions {
   const { receipt } = ctx;
-  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream))) };
+  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream, answers))) };
 }
 
 async function decideAndQueue(
