@@ -149,7 +149,7 @@ describe.sequential('audit verify and replay', () => {
       const report = await audit(plain);
       expect(report.drifts).toEqual([{ customerId: plain, field: `ledger_entries[${line!.id}]`, log: 'earn 10', readModel: '(absent)' }]);
     } finally {
-      await t.services.db.insertInto('ledger_entries').values({ ...line!, metadata: JSON.stringify(line!.metadata) }).execute();
+      await t.services.db.insertInto('ledger_entries').values({ ...line!, metadata: JSON.stringify(line!.metadata), lots: line!.lots === null ? null : JSON.stringify(line!.lots) }).execute();
     }
     expect(auditIsClean(await audit())).toBe(true);
   });

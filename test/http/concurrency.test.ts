@@ -224,7 +224,7 @@ describe('concurrent requests', () => {
       expect({ balance: read.points_balance, earned: read.lifetime_earned, redeemed: read.lifetime_redeemed }).toEqual({ balance, earned, redeemed });
 
       const summary = await t.request('GET', `/api/v1/customers/${id}/summary`, { key });
-      expect(summary.body.points).toEqual({ balance, lifetime_earned: earned, lifetime_redeemed: redeemed });
+      expect(summary.body.points).toEqual({ balance, lifetime_earned: earned, lifetime_redeemed: redeemed, pending: 0, lifetime_expired: 0, next_expiring: null });
 
       const lines = await ledger(key, id);
       const pointEvents = events.filter((e) => e.type.startsWith('Points'));

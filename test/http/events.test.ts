@@ -83,7 +83,7 @@ describe('events', () => {
       });
       const noReference = await recorded(key, { customer_id: customerId, event_type: 'review' });
       expect(noReference).toMatchObject({ properties: {}, reference: null, points_awarded: 25, balance: 50 });
-      expect((await totals(key, customerId)).points).toEqual({ balance: 50, lifetime_earned: 50, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 50, lifetime_earned: 50, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('follows the worked example: 1 per whole unit, 2 per unit from 100, capped', async () => {
@@ -114,7 +114,7 @@ describe('events', () => {
           balance,
         });
       }
-      expect((await totals(key, customerId)).points).toEqual({ balance, lifetime_earned: balance, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance, lifetime_earned: balance, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('adds the default points to every applying rule, reading nested properties', async () => {
@@ -189,7 +189,7 @@ describe('events', () => {
         ['event', 300, 300],
         ['event', 100, 400],
       ]);
-      expect((await totals(key, customerId)).points).toEqual({ balance: 400, lifetime_earned: 400, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 400, lifetime_earned: 400, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('records an event worth 0 points without a ledger line', async () => {
@@ -211,7 +211,7 @@ describe('events', () => {
       const lines = await ledger(key, customerId);
       expect(lines).toHaveLength(1);
       const s = await totals(key, customerId);
-      expect(s.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0 });
+      expect(s.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       expect(s.recent_activity).toHaveLength(1);
       // The reference of a 0-point event is taken all the same.
       expectError(await record(key, { customer_id: customerId, event_type: 'page.view', reference: 'view-1' }), 409, 'duplicate_transaction');
@@ -239,7 +239,7 @@ describe('events', () => {
       const tooMuch = await record(key, { customer_id: customerId, event_type: 'bulk', properties: { n: 10_000 }, reference: 'bulk-1' });
       expectError(tooMuch, 422, 'points_out_of_range');
       expect(await walk(key, `/api/v1/events?customer_id=${customerId}`)).toEqual([]);
-      expect((await totals(key, customerId)).points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       const stream = await t.request('GET', `/api/v1/customers/${customerId}/stream`, { key });
       expect(stream.body.map((e: { type: string }) => e.type)).toEqual(['CustomerRegistered']);
 
@@ -361,7 +361,7 @@ describe('events', () => {
       expectError(refusedByRedemption, 409, 'duplicate_transaction');
       expect(refusedByRedemption.body.redemption).toMatchObject({ id: redemption.body.id, reward_id: reward.body.id });
 
-      expect((await totals(key, customerId)).points).toEqual({ balance: 140, lifetime_earned: 150, lifetime_redeemed: 10 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 140, lifetime_earned: 150, lifetime_redeemed: 10, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('records exactly one event when parallel requests share a reference', async () => {

@@ -51,7 +51,7 @@ describe('writes decided on cached state', () => {
     expect(deduct.status, deduct.text).toBe(201);
     expect(deduct.body.balance).toBe(0);
     const summary = await t.request('GET', `/api/v1/customers/${id}/summary`, { key });
-    expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 22, lifetime_redeemed: 22 });
+    expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 22, lifetime_redeemed: 22, pending: 0, lifetime_expired: 0, next_expiring: null });
   });
 
   it('refuses on the real balance, not on a cached one that another instance has since moved', async () => {

@@ -47,7 +47,12 @@ describe('points', () => {
       lifetime_earned: customer.body.lifetime_earned,
       lifetime_redeemed: customer.body.lifetime_redeemed,
     };
-    expect(summary.body.points).toEqual(fromCustomer);
+    expect(summary.body.points).toEqual({
+      ...fromCustomer,
+      pending: customer.body.points_pending,
+      lifetime_expired: customer.body.lifetime_expired,
+      next_expiring: customer.body.next_expiring,
+    });
     expect(fromCustomer.balance).toBe(fromCustomer.lifetime_earned - fromCustomer.lifetime_redeemed);
     expect(fromCustomer.balance).toBeGreaterThanOrEqual(0);
     return fromCustomer;
@@ -282,7 +287,7 @@ describe('points', () => {
       const redeemed = steps.filter((s) => s.type === 'deduct').reduce((sum, s) => sum + s.amount, 0);
       expect(summary.body).toEqual({
         customer: { id: customer.id, email: 'summary@example.com', first_name: 'Pat', last_name: 'Lee' },
-        points: { balance: earned - redeemed, lifetime_earned: earned, lifetime_redeemed: redeemed },
+        points: { balance: earned - redeemed, lifetime_earned: earned, lifetime_redeemed: redeemed, pending: 0, lifetime_expired: 0, next_expiring: null },
         tier: { current: null, next: null },
         recent_activity: steps.slice(-10).reverse(),
       });
@@ -294,7 +299,7 @@ describe('points', () => {
       const { private_key: key } = await t.business();
       const customer = await newCustomer(key);
       const summary = await t.request('GET', `/api/v1/customers/${customer.id}/summary`, { key });
-      expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0 });
+      expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       expect(summary.body.tier).toEqual({ current: null, next: null });
       expect(summary.body.recent_activity).toEqual([]);
     });
