@@ -46,6 +46,7 @@ const ROUTES: Record<string, RouteCase> = {
   },
   'GET /api/v1/customers/:customer_id/summary': { permissions: ['customers:read', 'points:read'], foreign: [{ expect: 'customer_not_found' }] },
   'GET /api/v1/customers/:customer_id/transactions': { permissions: ['points:read'], foreign: [{ expect: 'customer_not_found' }] },
+  'GET /api/v1/customers/:customer_id/lots': { permissions: ['points:read'], foreign: [{ expect: 'customer_not_found' }] },
   'GET /api/v1/customers/:customer_id/stream': { permissions: ['points:read'], privateOnly: true, foreign: [{ expect: 'customer_not_found' }] },
   'POST /api/v1/customers/:customer_id/points/transaction': {
     permissions: ['points:write'],
