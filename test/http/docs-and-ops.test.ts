@@ -54,7 +54,7 @@ describe('API documentation and operations endpoints', () => {
     const ready = await t.request('GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.status).toBe('ready');
-    expect(ready.body.projections.map((p: { name: string }) => p.name)).toEqual(['access', 'customers', 'catalog', 'daily-points', 'webhooks']);
+    expect(ready.body.projections.map((p: { name: string }) => p.name)).toEqual(['access', 'customers', 'catalog', 'daily-points', 'webhooks', 'due-work']);
     for (const p of ready.body.projections) expect(p.lag).toBe(0);
   });
 
