@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { RuleSchema } from '../../events/program-events.js';
 import { RewardTypeSchema } from '../../events/reward-events.js';
-import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CREATED_WINDOW, MetadataSchema, orderedWindow, PageQuerySchema, TimestampSchema } from './common.js';
 
 /** A single amount of points: at most 1,000,000,000 (CONTRACT.md §1). */
 const Points = z.number().int().min(0).max(1_000_000_000);
@@ -190,6 +190,7 @@ export const EventSchema = z
   .openapi('Event');
 
 export const EventListQuerySchema = PageQuerySchema.extend({
+  ...CREATED_WINDOW,
   customer_id: z.string().optional(),
   event_type: z.string().optional(),
-});
+}).superRefine(orderedWindow);
