@@ -11,6 +11,7 @@ import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
 import { registerAuditCommands } from './audit-commands.js';
 import type { CliKit } from './cli-kit.js';
+import { registerExportCommands } from './export-commands.js';
 import { registerProjectionCommands } from './projection-commands.js';
 import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js';
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
@@ -220,6 +221,7 @@ export function buildProgram(): Command {
   const kit: CliKit = { withServices, fail: (message) => new CliError(message) };
   registerAuditCommands(program, kit);
   registerProjectionCommands(program, kit);
+  registerExportCommands(program, kit);
 
   return program;
 }
