@@ -2,6 +2,7 @@ import pino, { type Logger } from 'pino';
 import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
 import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
+import { ConflictRetries } from './commands/conflict-retries.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { eventCommands } from './commands/customer/event-commands.js';
 import { redemptionCommands } from './commands/customer/redemption-commands.js';
@@ -90,6 +91,7 @@ export async function createServices(options: ServicesOptions) {
   const principals = new PrincipalCache();
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? newId;
+  const conflicts = new ConflictRetries();
   const deps: CommandDeps = {
     store,
     ids,
@@ -97,6 +99,7 @@ export async function createServices(options: ServicesOptions) {
     locks: new KeyedLock(),
     cache: new StateCache(10_000, snapshotStore(database.db)),
     settle: (p) => projections.settle(p),
+    conflicts,
   };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
@@ -144,6 +147,8 @@ export async function createServices(options: ServicesOptions) {
       stats: statsQueries(database.db),
     },
     dispatcher,
+    /** Changes decided again because another writer moved a stream first (`/metrics`). */
+    conflicts,
     principals,
     /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
     async keysRevoked(): Promise<void> {

@@ -55,7 +55,7 @@ export async function write(
       if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
       throw error;
     }
-  });
+  }, undefined, () => deps.conflicts?.retried('reload'));
   if (written) await deps.settle(written.position);
   return written;
 }
@@ -106,6 +106,7 @@ async function decideAndQueue(
   // Where the store finds a stream moved (another process wrote), it asks for the decision again
   // while it holds the streams: on the states as they are, so the append cannot be overtaken.
   const redecide: Redecide = async (read) => {
+    deps.conflicts?.retried('in_batch');
     const again = await decide(readingIn(deps, read));
     for (const entry of cached) entry.superseded = true;
     queued.writes = again;

@@ -34,7 +34,7 @@ export interface Metrics {
 /**
  * The metrics of this process: request latency by route and status (and requests per process),
  * projection lag and events, webhook queue depth, webhook attempts by outcome, 429s, idempotent
- * replays, and prom-client's process and Node defaults. In a cluster the primary sums every child's
+ * replays, write conflicts retried, and prom-client's process and Node defaults. In a cluster the primary sums every child's
  * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
  * read from the database, the same in every process, take the largest value instead of a sum.
  */
@@ -101,6 +101,13 @@ export function createMetrics(services: Services): Metrics {
     help: 'Requests answered with the stored answer of an earlier one with the same Idempotency-Key',
     registers: [registry],
   });
+  const conflicts = new Counter({
+    name: 'loyalty_write_conflicts_retried_total',
+    help: 'Changes decided again because another writer moved a stream first: how=reload (loaded again and retried), in_batch (decided again inside the append batch)',
+    labelNames: ['how'],
+    registers: [registry],
+  });
+  services.conflicts.onRetried((how) => conflicts.inc({ how }));
   // Process and Node figures (CPU, memory, event-loop lag, GC, handles), prefixed like ours.
   collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
 
