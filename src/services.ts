@@ -82,14 +82,15 @@ export async function createServices(options: ServicesOptions) {
   const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
+  const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {
     logger,
+    now: () => clock.now(),
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
   const principals = new PrincipalCache();
-  const clock = options.clock ?? systemClock;
   const ids = options.ids ?? newId;
   const conflicts = new ConflictRetries();
   const deps: CommandDeps = {

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LoopHealth } from '../../background-loop.js';
 import type { Services } from '../../services.js';
 import type { AppEnv } from '../env.js';
 
@@ -23,6 +24,19 @@ async function projectionLag(services: Services) {
       return { name: runner.name, position, lag };
     }),
   );
+}
+
+/**
+ * The background work this process runs: the projection loop and the webhook delivery loop, each
+ * only when it runs here; null when neither does (`serve --role api`, an HTTP process of a cluster:
+ * the workers are another process). Unhealthy when a loop's round has hung (`stalled`).
+ */
+export function workersHealth(services: Services): { healthy: boolean; projections?: LoopHealth; webhooks?: LoopHealth } | null {
+  const loops = Object.entries({ projections: services.projections.runner.health(), webhooks: services.dispatcher.health() }).filter(
+    ([, loop]) => loop.state !== 'stopped',
+  );
+  if (loops.length === 0) return null;
+  return { healthy: loops.every(([, loop]) => loop.state !== 'stalled'), ...Object.fromEntries(loops) };
 }
 
 /** One process's metrics: its registry, and the middleware that times each request into it. */
@@ -108,6 +122,22 @@ export function createMetrics(services: Services): Metrics {
     registers: [registry],
   });
   services.conflicts.onRetried((how) => conflicts.inc({ how }));
+  // Set only in a process that runs the loops, so a cluster's sum (max) shows its workers process.
+  new Gauge({
+    name: 'loyalty_worker_loop_state',
+    help: 'Background loops this process runs (loop=projections|webhooks): 1 for the state each is in (running, failing, stalled)',
+    labelNames: ['loop', 'state'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      const health = workersHealth(services);
+      if (!health) return;
+      for (const loop of ['projections', 'webhooks'] as const) {
+        const now = health[loop]?.state;
+        if (now) for (const state of ['running', 'failing', 'stalled']) this.set({ loop, state }, now === state ? 1 : 0);
+      }
+    },
+  });
   // Process and Node figures (CPU, memory, event-loop lag, GC, handles), prefixed like ours.
   collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
 
@@ -124,7 +154,8 @@ export function createMetrics(services: Services): Metrics {
 }
 
 /**
- * `/healthz` (the process is up), `/readyz` (the store answers and the read models are close to the
+ * `/healthz` (the process is up; where it runs the workers, their loops too: 503 when one has
+ * stalled), `/readyz` (the store answers and the read models are close to the
  * log) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
  * business data. `metricsText` is what `/metrics` answers: by default this process's registry; in
  * a cluster child, the whole instance's.
@@ -135,7 +166,12 @@ export function registerOps(
   metrics: Metrics = createMetrics(services),
   metricsText: () => Promise<string> = () => metrics.registry.metrics(),
 ) {
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/healthz', (c) => {
+    const workers = workersHealth(services);
+    if (!workers) return c.json({ status: 'ok' });
+    const { healthy, ...loops } = workers;
+    return c.json({ status: healthy ? 'ok' : 'stalled', workers: loops }, healthy ? 200 : 503);
+  });
   app.get('/readyz', async (c) => {
     try {
       const projections = await projectionLag(services);
