@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { Argument, type Command, Option } from 'commander';
 import type { Kysely } from 'kysely';
+import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { Database } from '../db/schema.js';
 import { countExportRows, EXPORT_KINDS, type ExportKind, type ExportRequest, exportColumns, exportRows } from '../projections/export-rows.js';
 import type { CliKit } from './cli-kit.js';
@@ -19,7 +20,9 @@ export interface ExportProgress {
 /**
  * Writes one export to `out`: the header, then page after page, waiting for `out` to drain when its
  * buffer is full, so memory holds one page whatever the size of the export. Reads one
- * repeatable-read snapshot: rows written meanwhile are not half in it. Returns the rows written.
+ * repeatable-read snapshot: rows written meanwhile are not half in it. Without the query deadline
+ * (like a rebuild): counting a million rows on a busy server may take longer than a request should.
+ * Returns the rows written.
  */
 export async function writeExport(
   db: Kysely<Database>,
@@ -30,7 +33,7 @@ export async function writeExport(
   progress?: ExportProgress,
 ): Promise<number> {
   const { header, lines } = exportFormat(format, exportColumns(kind));
-  return db
+  return withoutQueryDeadline(() => db
     .transaction()
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => {
@@ -43,7 +46,7 @@ export async function writeExport(
         progress?.update(done);
       }
       return done;
-    });
+    }));
 }
 
 /** `--from` / `--to`: an ISO 8601 date (midnight UTC) or date-time with `Z` or an offset. */

@@ -58,42 +58,45 @@ export interface ExportRequest {
 /** The column names of an export, in the order its rows hold them. */
 export const exportColumns = (kind: ExportKind): string[] => Object.keys(SOURCES[kind].columns);
 
-function filtered(kind: ExportKind, request: ExportRequest, afterSeq: number | null) {
+function filtered(kind: ExportKind, request: ExportRequest) {
   const { time } = SOURCES[kind];
   const conditions = [sql`business_id = ${request.businessId}`];
   if (request.from) conditions.push(sql`${sql.ref(time)} >= ${request.from}`);
   if (request.to) conditions.push(sql`${sql.ref(time)} < ${request.to}`);
-  if (afterSeq !== null) conditions.push(sql`seq > ${afterSeq}`);
   return sql.join(conditions, sql` and `);
 }
 
 /** How many rows `exportRows` will yield (for the progress bar). */
 export async function countExportRows(db: Kysely<Database>, kind: ExportKind, request: ExportRequest): Promise<number> {
-  const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${SOURCES[kind].view} where ${filtered(kind, request, null)}`.execute(db);
+  const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${SOURCES[kind].view} where ${filtered(kind, request)}`.execute(db);
   return Number(rows[0]?.n ?? 0);
 }
 
 /**
- * The rows of one export, oldest first, one page of `pageSize` at a time (keyset on the view's
- * `seq`, never OFFSET): memory stays that of one page however many rows there are. Each row is an
- * array of values in `exportColumns(kind)` order. Run it inside a repeatable-read transaction for
- * one consistent snapshot (`loyalty export` does).
+ * The rows of one export, oldest first (the view's `seq`), `pageSize` at a time from ONE query
+ * through a cursor: one plan and one pass over the table however many pages (a query per page
+ * would be planned again each time, and a plan on stale statistics, after a rebuild say, scanned
+ * the whole table per page), and memory holds one page. Each row is an array of values in
+ * `exportColumns(kind)` order. `db` must be a transaction (a cursor lives in one); a
+ * repeatable-read one makes the export one consistent snapshot (`loyalty export` does).
  *
  * @example
- * for await (const page of exportRows(db, 'ledger', { businessId })) for (const row of page) write(row);
+ * for await (const page of exportRows(trx, 'ledger', { businessId })) for (const row of page) write(row);
  */
 export async function* exportRows(db: Kysely<Database>, kind: ExportKind, request: ExportRequest): AsyncGenerator<unknown[][]> {
   const source = SOURCES[kind];
+  const names = Object.keys(source.columns);
   const select = sql.join(Object.entries(source.columns).map(([name, expression]) => sql`${expression} as ${sql.ref(name)}`));
-  const pageSize = request.pageSize ?? 2_000;
-  let afterSeq: number | null = null;
-  for (;;) {
-    const { rows } = await sql<Record<string, unknown> & { seq: number }>`
-      select ${select}, seq from ${source.view} where ${filtered(kind, request, afterSeq)} order by seq limit ${pageSize}`.execute(db);
-    if (rows.length === 0) return;
-    const names = Object.keys(source.columns);
-    yield rows.map((row) => names.map((name) => row[name]));
-    if (rows.length < pageSize) return;
-    afterSeq = Number(rows.at(-1)!.seq);
+  const pageSize = Math.max(1, Math.floor(request.pageSize ?? 2_000));
+  const cursor = sql.id(`loyalty_export_${kind}`);
+  await sql`declare ${cursor} no scroll cursor for select ${select} from ${source.view} where ${filtered(kind, request)} order by seq`.execute(db);
+  try {
+    for (;;) {
+      const { rows } = await sql<Record<string, unknown>>`fetch forward ${sql.raw(String(pageSize))} from ${cursor}`.execute(db);
+      if (rows.length > 0) yield rows.map((row) => names.map((name) => row[name]));
+      if (rows.length < pageSize) return;
+    }
+  } finally {
+    await sql`close ${cursor}`.execute(db);
   }
 }
