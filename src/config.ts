@@ -31,6 +31,12 @@ export interface Config {
    * over at once (`LOYALTY_CLAIM_LEASE_MS`).
    */
   claimLeaseMs: number;
+  /**
+   * After SIGTERM/SIGINT, how long the API keeps serving as usual (keep-alive included) with
+   * `/readyz` answering 503 `stopping`, before it stops accepting and drains: the time a load
+   * balancer needs to stop sending it new connections.
+   */
+  shutdownDelayMs: number;
   /** LOYALTY_PROCESSES: HTTP processes of `loyalty serve` on a PostgreSQL server; unset: one per core (see `--processes`). */
   processes: number | undefined;
 }
@@ -53,6 +59,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
     claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
+    shutdownDelayMs: intSetting(env, 'LOYALTY_SHUTDOWN_DELAY_MS', 0, { max: 60_000 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,
     rateLimitBurst,

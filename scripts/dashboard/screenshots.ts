@@ -15,6 +15,7 @@ import { provisionBusiness } from '../../src/cli/provision.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import type { CommandContext } from '../../src/events/metadata.js';
+import { streams } from '../../src/events/streams.js';
 import { createApp } from '../../src/http/app.js';
 import { createServices } from '../../src/services.js';
 
@@ -74,7 +75,7 @@ async function main() {
     const joined = 29 - Math.floor((i / 36) * 29);
     const first = FIRST[i % FIRST.length]!;
     const last = LAST[(i * 7) % LAST.length]!;
-    const id = await customers.register(ctx(at(joined)), {
+    const { streamId } = await customers.register(ctx(at(joined)), {
       email: `${first}.${last}${i}@example.com`.toLowerCase(),
       phone: null,
       first_name: first,
@@ -82,6 +83,7 @@ async function main() {
       external_reference: `crm-${1000 + i}`,
       metadata: {},
     });
+    const id = streams.customerIdOf(streamId);
     let balance = 0;
     for (let day = joined; day >= 0; day -= 1 + Math.floor(random() * 5)) {
       const amount = 40 + Math.floor(random() * 260);

@@ -52,15 +52,20 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
     return stopOnSignal(services, (done) => void Promise.all([stopListening(), stopAccepting(server)]).then(done));
   }
   let draining = false;
-  const server = listenHttp(services, { draining: () => draining }, (port) => {
+  let stopping = false;
+  const server = listenHttp(services, { draining: () => draining, stopping: () => stopping }, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
     process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
   });
-  stopOnSignal(services, (done) => {
-    draining = true;
-    void stopAccepting(server).then(done);
-    closeIdleAfterGrace(server);
-  });
+  stopOnSignal(
+    services,
+    (done) => {
+      draining = true;
+      void stopAccepting(server).then(done);
+      closeIdleAfterGrace(server);
+    },
+    () => (stopping = true),
+  );
 }
 
 /**
@@ -81,7 +86,9 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
     return;
   }
   let draining = false;
-  const options: AppOptions = { draining: () => draining, metrics, metricsText: () => channel.instanceMetrics() };
+  let stopping = false;
+  channel.onStopping(() => (stopping = true));
+  const options: AppOptions = { draining: () => draining, stopping: () => stopping, metrics, metricsText: () => channel.instanceMetrics() };
   const server = listenHttp(services, options, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
     // Asked before the server listened, stopping would not stop it: so only from here on.
@@ -162,10 +169,21 @@ function closeIdleAfterGrace(server: Server): void {
   setTimeout(() => server.closeIdleConnections(), server.keepAliveTimeout).unref();
 }
 
-/** On SIGTERM/SIGINT: `drain` (stop accepting, finish in-flight work), close the services, exit. */
-function stopOnSignal(services: Services, drain: (done: () => void) => void): void {
-  process.on('SIGTERM', () => shutDown(services, 'SIGTERM', drain));
-  process.on('SIGINT', () => shutDown(services, 'SIGINT', drain));
+/**
+ * On SIGTERM/SIGINT: `announce` (readiness goes 503), serve on for `LOYALTY_SHUTDOWN_DELAY_MS`,
+ * then `drain` (stop accepting, finish in-flight work), close the services, exit.
+ */
+function stopOnSignal(services: Services, drain: (done: () => void) => void, announce?: () => void): void {
+  let signalled = false;
+  const stop = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    announce?.();
+    // Only an HTTP server has a load balancer to wait for.
+    setTimeout(() => shutDown(services, signal, drain), announce ? services.config.shutdownDelayMs : 0);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 let stopping = false;

@@ -21,6 +21,8 @@ export interface PrimaryChannel {
   stoppedListening(): void;
   /** Runs `act` when the primary says to stop listening (at once if it already has). */
   onStopListening(act: () => void): void;
+  /** Runs `act` when the primary says the instance is shutting down (at once if it already has). */
+  onStopping(act: () => void): void;
   /** Runs `act` when the primary says to shut down (at once if it already has). */
   onDrain(act: () => void): void;
   /** Answers the primary's requests for this process's metrics from `registry`. */
@@ -47,6 +49,7 @@ export interface PrimaryChannel {
 export function primaryChannel(): PrimaryChannel {
   process.on('SIGTERM', () => {});
   process.on('SIGINT', () => {});
+  const stopping = latch();
   const stopListening = latch();
   const drain = latch();
   let registry: Registry | undefined;
@@ -61,6 +64,8 @@ export function primaryChannel(): PrimaryChannel {
   process.on('message', (message: unknown) => {
     if (!isLoyaltyMessage<ToChild>(message)) return;
     switch (message.type) {
+      case 'loyalty:stopping':
+        return stopping.fire();
       case 'loyalty:stop-listening':
         return stopListening.fire();
       case 'loyalty:drain':
@@ -98,6 +103,7 @@ export function primaryChannel(): PrimaryChannel {
   return {
     ready: () => send({ type: 'loyalty:ready' }),
     stoppedListening: () => send({ type: 'loyalty:stopped-listening' }),
+    onStopping: (act) => stopping.on(act),
     onStopListening: (act) => stopListening.on(act),
     onDrain: (act) => drain.on(act),
     answerMetrics: (r) => void (registry = r),

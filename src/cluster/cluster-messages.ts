@@ -15,6 +15,8 @@ export type ChildRole = 'api' | 'workers';
 export type MetricsJson = object[];
 
 export type ToChild =
+  /** The instance is shutting down: answer `/readyz` with 503 `stopping`, serve on as usual. */
+  | { type: 'loyalty:stopping' }
   /** Stop listening; keep serving the open connections as usual, and say `stopped-listening`. */
   | { type: 'loyalty:stop-listening' }
   /** Shut down: answer what was received (`Connection: close`), stop background work, exit. */

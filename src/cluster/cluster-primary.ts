@@ -195,13 +195,15 @@ export async function superviseCluster(config: Config, { role, processes, logger
   async function stop(reason: string, exitCode?: number): Promise<void> {
     if (state === 'stopping') return;
     state = 'stopping';
-    logger.info({ reason }, 'shutting down');
+    logger.info({ reason, delayMs: config.shutdownDelayMs }, 'shutting down');
+    for (const c of children) clearTimeout(c.restart);
+    for (const c of apis) tell(c, { type: 'loyalty:stopping' });
+    await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
     setTimeout(() => {
       logger.error('children still running 9.5 s after the stop began; killing them');
       for (const c of children) c.worker?.process.kill('SIGKILL');
       process.exit(1);
     }, STOP_DEADLINE_MS).unref();
-    for (const c of children) clearTimeout(c.restart);
     for (const c of apis) tell(c, { type: 'loyalty:stop-listening' });
     await until(() => apis.every((c) => !c.worker || c.stoppedListening));
     for (const c of apis) tell(c, { type: 'loyalty:drain' });

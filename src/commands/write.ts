@@ -1,6 +1,6 @@
 import { type AppendReceipt, type AppendResult, type AppendWrite, type Checkpoint, type Redecide, WrongExpectedVersion } from '../store/event-store.js';
 import type { DomainEvent } from '../events/catalogue.js';
-import type { CommandContext } from '../events/metadata.js';
+import type { AnsweredEvent, CommandContext } from '../events/metadata.js';
 import { type DecidedWrite, decidedWrite, decodedFor, type Load, loadAggregate } from './aggregate.js';
 import type { CommandDeps } from './command-deps.js';
 import type { Decider } from './decider.js';
@@ -62,19 +62,43 @@ export async function write(
 
 /**
  * A change that starts a stream under an id just made: the same path as every change (see
- * `write`), the stream expected not to exist. `decide` gets the decider's initial state.
+ * `write`), the stream expected not to exist. `decide` gets the decider's initial state. Returns
+ * the stream's first event, which the request's answer is built from (and, with an
+ * Idempotency-Key, stored with the append: see `answeredBy`).
  */
-export function createStream<State, Event extends DomainEvent>(
+export async function createStream<State, Event extends DomainEvent>(
   deps: CommandDeps,
   stream: string,
   decider: Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>,
   decide: (state: State) => Event[],
   ctx: CommandContext,
-): Promise<Written | null> {
-  return write(deps, [stream], async () => {
-    const initial = { state: decider.initialState(), revision: 'no_stream' as const };
-    return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
-  });
+): Promise<AnsweredEvent> {
+  const written = await write(
+    deps,
+    [stream],
+    async () => {
+      const initial = { state: decider.initialState(), revision: 'no_stream' as const };
+      return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
+    },
+    answeredBy(ctx, stream),
+  );
+  return firstAppended(written, stream);
+}
+
+/** The first event a change appended to `stream`: the one a request's answer is built from. */
+export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string): AnsweredEvent {
+  const event = written?.writes.find((w) => w.stream === stream)?.events[0];
+  if (!event) throw new Error(`no event was appended to ${stream}`);
+  return { streamId: stream, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
+}
+
+/**
+ * The options that store the request's answer (`ctx.receipt`, when it has an Idempotency-Key) in
+ * the append's own transaction, built from the first event appended to `stream` (CONTRACT.md §5).
+ */
+export function answeredBy(ctx: CommandContext, stream: string): WriteOptions {
+  const { receipt } = ctx;
+  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream))) };
 }
 
 async function decideAndQueue(

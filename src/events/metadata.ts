@@ -32,8 +32,9 @@ export interface CommandContext {
   now: Date;
   /**
    * The request's answer, built from the event the command appends for it (what the command
-   * returns), to store with the append (`AppendOptions.receipt`). Used by the customer-stream
-   * commands; absent without an Idempotency-Key, and elsewhere the answer is stored after the append.
+   * returns), to store with the append (`AppendOptions.receipt`). Absent without an
+   * Idempotency-Key, and for commands whose route gives no answer to store with the append:
+   * theirs is stored after it.
    */
   receipt?: ((event: AnsweredEvent) => AppendReceipt) | undefined;
 }

@@ -42,6 +42,8 @@ export interface AppOptions {
   clock?: Clock;
   /** True once the server drains (SIGTERM): every answer then says `Connection: close`. */
   draining?: () => boolean;
+  /** True from SIGTERM on (before the drain, during `LOYALTY_SHUTDOWN_DELAY_MS`): `/readyz` answers 503 `stopping`. */
+  stopping?: () => boolean;
   /** This process's metrics, when the caller needs them too (a cluster child answers the primary from them). */
   metrics?: Metrics;
   /** What `/metrics` answers, when not this process's metrics alone (a cluster child: the whole instance's). */
@@ -77,7 +79,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   });
   app.use('*', requestLog);
   app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
-  const ops = registerOps(app, services, options.metrics, options.metricsText);
+  const ops = registerOps(app, services, options.metrics, options.metricsText, options.stopping);
   app.use('*', ops.measure);
   if (!options.opsOnly) registerApi(app, services, clock);
 

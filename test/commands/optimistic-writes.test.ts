@@ -42,7 +42,7 @@ describe('commands on cached state', () => {
     const base = { actor: 'test', requestId: null, idempotencyKey: null, now: new Date() };
     const businessId = await process.businesses.create(base, { name: 'Cached', plan: 'unlimited' });
     const ctx: CommandContext = { ...base, businessId };
-    const customerId = await process.customers.register(ctx, profile(`${businessId}@example.com`));
+    const customerId = streams.customerIdOf((await process.customers.register(ctx, profile(`${businessId}@example.com`))).streamId);
     return { ctx, customerId };
   }
 

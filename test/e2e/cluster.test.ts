@@ -132,8 +132,8 @@ describe.runIf(SERVER_MODE)(
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
     }, 120_000);
 
-    it('refuses a key revoked through one HTTP process on the very next request to every process (CONTRACT.md §2, §12)', async () => {
-      const server = await startServer(await newStore(), { processes: 2 });
+    it('refuses a key revoked through one HTTP process on the very next request to every process (CONTRACT.md §2, §12); on SIGTERM every process answers /readyz 503 for the shutdown delay', async () => {
+      const server = await startServer(await newStore(), { processes: 2, env: { LOYALTY_SHUTDOWN_DELAY_MS: '4000' } });
       const { privateKey: root } = printedKeys(server.stdout);
       const created = await api(server.baseUrl, 'POST', '/api/v1/keys', { key: root!, body: { type: 'private', name: 'to revoke' } });
       expect(created.status).toBe(201);
@@ -147,6 +147,18 @@ describe.runIf(SERVER_MODE)(
       for (let i = 0; i < 6; i++) after.push((await getOnNewConnection(server.baseUrl, '/api/v1/customers', doomed)).status);
       expect(after).toEqual(Array(6).fill(401));
       expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', root!)).status).toBe(200);
+
+      // The shutdown delay: both processes (connections alternate) say they are stopping, and still serve.
+      const signalledAt = Date.now();
+      server.signal('SIGTERM');
+      let readiness = await getOnNewConnection(server.baseUrl, '/readyz', root!);
+      while (readiness.status === 200 && Date.now() - signalledAt < 2000) readiness = await getOnNewConnection(server.baseUrl, '/readyz', root!);
+      const during = [];
+      for (let i = 0; i < 4; i++) during.push((await getOnNewConnection(server.baseUrl, '/readyz', root!)).body.status);
+      expect(during).toEqual(Array(4).fill('stopping'));
+      expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', root!)).status).toBe(200);
+      expect(await exitWithin(server, 15_000)).toEqual({ code: 0, signal: null });
+      expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(4000);
     }, 120_000);
 
     it('restarts an HTTP process killed with SIGKILL, and the port answers throughout', async () => {

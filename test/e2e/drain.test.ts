@@ -69,4 +69,31 @@ describe('drain on SIGTERM under keep-alive load', () => {
     again.signal('SIGTERM');
     expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
   }, 120_000);
+
+  it('with LOYALTY_SHUTDOWN_DELAY_MS, answers /readyz 503 `stopping` and serves on as usual for the delay, then drains and exits 0', async () => {
+    const store = await freshStore();
+    stores.push(store);
+    const server = await startServer(store, { env: { LOYALTY_SHUTDOWN_DELAY_MS: '6000' } });
+    const { privateKey: key } = printedKeys(server.stdout);
+    expect((await api(server.baseUrl, 'GET', '/readyz')).status).toBe(200);
+
+    const signalledAt = Date.now();
+    server.signal('SIGTERM');
+    let ready = await api(server.baseUrl, 'GET', '/readyz');
+    for (let i = 0; i < 50 && ready.status === 200; i++) ready = await api(server.baseUrl, 'GET', '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.status).toBe('stopping');
+    // Still listening and keeping connections alive: a load balancer has time to move away.
+    const created = await request(`${server.baseUrl}/api/v1/customers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key! },
+      body: JSON.stringify({ email: 'late@example.com' }),
+    });
+    await created.body.text();
+    expect(created.statusCode).toBe(201);
+    expect(created.headers.connection).not.toBe('close');
+
+    expect(await exitWithin(server, 16_000)).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(6000);
+  }, 120_000);
 });

@@ -129,12 +129,12 @@ export interface ServerProcess {
  */
 export async function startServer(
   store: ProcessStore,
-  { timeoutMs = 60_000, role, processes = 1 }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number } = {},
+  { timeoutMs = 60_000, role, processes = 1, env = {} }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number; env?: Record<string, string> } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const ready = role === 'workers' ? 'Workers running' : 'Listening on';
   const args = ['serve', ...(role ? ['--role', role] : []), '--processes', String(processes)];
-  const child = spawnLoyalty(args, { ...store.env, PORT: String(port), HOST: '127.0.0.1' });
+  const child = spawnLoyalty(args, { ...store.env, ...env, PORT: String(port), HOST: '127.0.0.1' });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));

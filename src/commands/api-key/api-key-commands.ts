@@ -59,8 +59,8 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
         key_hash: hashApiKey(key),
         key_hint: `${KEY_PREFIXES[input.type]}…${key.slice(-4)}`,
       };
-      await createStream(deps, streams.apiKey(keyId), apiKeyDecider, (state) => apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, state), ctx);
-      return { id: keyId, key };
+      const created = await createStream(deps, streams.apiKey(keyId), apiKeyDecider, (state) => apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, state), ctx);
+      return { id: keyId, key, created };
     },
 
     /**

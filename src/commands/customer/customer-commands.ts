@@ -8,7 +8,7 @@ import type { CommandDeps } from '../command-deps.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
 import { claimWrite, releaseWrite } from '../reservation/reserve.js';
 import { loadProgram } from '../program/program-commands.js';
-import { write } from '../write.js';
+import { answeredBy, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerCommand, customerDecider, type CustomerState } from './customer-decider.js';
 import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
@@ -50,10 +50,11 @@ export function customerCommands(deps: CommandDeps) {
   }
 
   return {
-    async register(ctx: CommandContext, profile: CustomerProfile): Promise<string> {
+    /** Returns the `CustomerRegistered`. */
+    async register(ctx: CommandContext, profile: CustomerProfile): Promise<RecordedEvent> {
       const customerId = deps.ids('customer');
       // Customers of one business are counted on its stream: serialize them here rather than retry.
-      await write(deps, [streams.business(ctx.businessId)], async (load) => {
+      const written = await write(deps, [streams.business(ctx.businessId)], async (load) => {
         const unregistered = { state: customerDecider.initialState(), revision: 'no_stream' as const };
         const events = customerDecider.decide({ type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile }, unregistered.state);
         const writes: DecidedWrite[] = [customerWrite(customerId, unregistered, events, ctx)];
@@ -63,8 +64,8 @@ export function customerCommands(deps: CommandDeps) {
         }
         writes.push(await planWrite(load, ctx, customerId));
         return writes;
-      });
-      return customerId;
+      }, answeredBy(ctx, streams.customer(customerId)));
+      return firstCustomerEvent(written, customerId);
     },
 
     /** Returns the whole profile after the change, or null when nothing changed (a PATCH to the values already there writes nothing). */

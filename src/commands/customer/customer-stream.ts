@@ -4,7 +4,7 @@ import type { AppendWrite, Checkpoint, NewEvent, StoredEvent } from '../../store
 import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
 import { findHolder } from '../reservation/reserve.js';
-import { write, type Written } from '../write.js';
+import { answeredBy, firstAppended, write, type Written } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 
@@ -46,9 +46,7 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), {
-    receipt: ctx.receipt && ((writes) => ctx.receipt!(firstCustomerEvent({ writes }, customerId))),
-  });
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, streams.customer(customerId)));
 }
 
 /** An event as a change appended it: what a request's answer is built from. */
@@ -56,10 +54,7 @@ export type RecordedEvent = AnsweredEvent;
 
 /** The first event the change appended to the customer's stream (the one it was made for). */
 export function firstCustomerEvent(written: { writes: AppendWrite[] } | null, customerId: string): RecordedEvent {
-  const streamId = streams.customer(customerId);
-  const event = written?.writes.find((w) => w.stream === streamId)?.events[0];
-  if (!event) throw new Error(`no event was appended to customer ${customerId}`);
-  return { streamId, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
+  return firstAppended(written, streams.customer(customerId));
 }
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */

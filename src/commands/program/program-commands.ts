@@ -1,9 +1,9 @@
-import type { CommandContext } from '../../events/metadata.js';
+import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
 import type { AppendWrite } from '../../store/event-store.js';
 import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
-import { write } from '../write.js';
+import { answeredBy, firstAppended, write, type Written } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type ProgramCommand, programDecider, type ProgramState, tiersByThreshold } from './program-decider.js';
 
@@ -26,26 +26,31 @@ export type EventTypeInput = Omit<EventTypeDefinition, 'event_type_id'>;
 
 export function programCommands(deps: CommandDeps) {
   /** Decides on the business's program stream and appends, serialized per business. */
-  async function change(ctx: CommandContext, command: ProgramCommand): Promise<void> {
+  async function change(ctx: CommandContext, command: ProgramCommand): Promise<Written | null> {
     const stream = streams.program(ctx.businessId);
-    await write(deps, [stream], async (load) => {
-      const program = await load(stream, programDecider);
-      return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state), ctx)];
-    });
+    return write(
+      deps,
+      [stream],
+      async (load) => {
+        const program = await load(stream, programDecider);
+        return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state), ctx)];
+      },
+      answeredBy(ctx, stream),
+    );
   }
 
   return {
-    async createTier(ctx: CommandContext, input: TierInput): Promise<string> {
+    /** Returns the `TierCreated`. */
+    async createTier(ctx: CommandContext, input: TierInput): Promise<AnsweredEvent> {
       const tierId = deps.ids('tier');
-      await change(ctx, { type: 'CreateTier', tier: { tier_id: tierId, ...input } });
-      return tierId;
+      return firstAppended(await change(ctx, { type: 'CreateTier', tier: { tier_id: tierId, ...input } }), streams.program(ctx.businessId));
     },
     updateTier: (ctx: CommandContext, tierId: string, changes: Partial<TierInput>) =>
       change(ctx, { type: 'UpdateTier', tierId, changes }),
-    async createEventType(ctx: CommandContext, input: EventTypeInput): Promise<string> {
+    /** Returns the `EventTypeCreated`. */
+    async createEventType(ctx: CommandContext, input: EventTypeInput): Promise<AnsweredEvent> {
       const eventTypeId = deps.ids('eventType');
-      await change(ctx, { type: 'CreateEventType', eventType: { event_type_id: eventTypeId, ...input } });
-      return eventTypeId;
+      return firstAppended(await change(ctx, { type: 'CreateEventType', eventType: { event_type_id: eventTypeId, ...input } }), streams.program(ctx.businessId));
     },
     updateEventType: (ctx: CommandContext, name: string, changes: Partial<Omit<EventTypeInput, 'name'>>) =>
       change(ctx, { type: 'UpdateEventType', name, changes }),

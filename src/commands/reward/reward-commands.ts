@@ -1,5 +1,5 @@
 import { errors } from '../../errors.js';
-import type { CommandContext } from '../../events/metadata.js';
+import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { decidedWrite, type Load, type Loaded } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
@@ -20,11 +20,11 @@ export async function loadReward(load: Load, ctx: CommandContext, rewardId: stri
 
 export function rewardCommands(deps: CommandDeps) {
   return {
-    async create(ctx: CommandContext, input: RewardInput): Promise<string> {
+    /** Returns the `RewardCreated`. */
+    create(ctx: CommandContext, input: RewardInput): Promise<AnsweredEvent> {
       const rewardId = deps.ids('reward');
       const reward: RewardDefinition = { ...input, reward_id: rewardId, business_id: ctx.businessId, active: input.active ?? true };
-      await createStream(deps, streams.reward(rewardId), rewardDecider, (state) => rewardDecider.decide({ type: 'CreateReward', reward }, state), ctx);
-      return rewardId;
+      return createStream(deps, streams.reward(rewardId), rewardDecider, (state) => rewardDecider.decide({ type: 'CreateReward', reward }, state), ctx);
     },
 
     async update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {

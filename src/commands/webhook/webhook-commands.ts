@@ -1,5 +1,5 @@
 import { errors } from '../../errors.js';
-import type { CommandContext } from '../../events/metadata.js';
+import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { EventOf } from '../../events/catalogue.js';
 import { decidedWrite, loadAggregate } from '../aggregate.js';
 import type { CommandDeps } from '../command-deps.js';
@@ -45,15 +45,15 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
   }
 
   return {
-    /** Creates an endpoint; returns its id and signing secret (shown once). */
-    async create(ctx: CommandContext, input: WebhookInput): Promise<{ id: string; secret: string }> {
+    /** Creates an endpoint; returns its `WebhookCreated` and signing secret (shown once). */
+    async create(ctx: CommandContext, input: WebhookInput): Promise<{ created: AnsweredEvent; secret: string }> {
       await options.checkUrl(input.url);
       const webhookId = deps.ids('webhook');
       // The secret is stored first: an endpoint never exists without one.
       const secret = await options.secrets.create(webhookId, ctx.now);
       const webhook = { webhook_id: webhookId, business_id: ctx.businessId, ...input };
-      await createStream(deps, streams.webhook(webhookId), webhookDecider, (state) => webhookDecider.decide({ type: 'CreateWebhook', webhook }, state), ctx);
-      return { id: webhookId, secret };
+      const created = await createStream(deps, streams.webhook(webhookId), webhookDecider, (state) => webhookDecider.decide({ type: 'CreateWebhook', webhook }, state), ctx);
+      return { created, secret };
     },
 
     async update(ctx: CommandContext, webhookId: string, changes: Partial<WebhookInput> & { active?: boolean }): Promise<void> {

@@ -61,7 +61,7 @@ export function presentTransaction(entry: LedgerLike) {
   };
 }
 
-export function presentKey(row: ApiKeyRow) {
+export function presentKey(row: Pick<ApiKeyRow, 'id' | 'type' | 'name' | 'permissions' | 'key_hint' | 'created_at' | 'revoked_at'>) {
   return {
     id: row.id,
     type: row.type,
@@ -83,7 +83,7 @@ export function presentStreamEvent(event: StoredEvent) {
   };
 }
 
-export function presentTier(row: TierRow) {
+export function presentTier(row: Omit<TierRow, 'business_id' | 'seq'>) {
   return {
     id: row.id,
     name: row.name,
@@ -96,7 +96,7 @@ export function presentTier(row: TierRow) {
   };
 }
 
-export function presentEventType(row: EventTypeRow) {
+export function presentEventType(row: Omit<EventTypeRow, 'business_id' | 'seq'>) {
   return {
     id: row.id,
     name: row.name,
@@ -109,7 +109,7 @@ export function presentEventType(row: EventTypeRow) {
   };
 }
 
-export function presentReward(row: RewardRow) {
+export function presentReward(row: Omit<RewardRow, 'business_id' | 'seq'>) {
   return {
     id: row.id,
     title: row.title,
@@ -204,4 +204,32 @@ export function presentRewardRedeemed(event: RecordedEvent) {
     created_at: event.recordedAt,
     cancelled_at: null,
   });
+}
+
+/** A new customer: its registration, with no points yet. */
+export function presentCustomerRegistered(event: RecordedEvent) {
+  const { customer_id, business_id: _business, ...profile } = recorded(event, 'CustomerRegistered').data;
+  const at = event.recordedAt;
+  return presentCustomer({ id: customer_id, ...profile, points_balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, tier: null, created_at: at, updated_at: at });
+}
+
+export function presentTierCreated(event: RecordedEvent) {
+  const { tier_id, multiplier, ...tier } = recorded(event, 'TierCreated').data;
+  return presentTier({ id: tier_id, ...tier, multiplier: String(multiplier), created_at: event.recordedAt, updated_at: event.recordedAt });
+}
+
+export function presentEventTypeCreated(event: RecordedEvent) {
+  const { event_type_id, ...eventType } = recorded(event, 'EventTypeCreated').data;
+  return presentEventType({ id: event_type_id, ...eventType, created_at: event.recordedAt, updated_at: event.recordedAt });
+}
+
+export function presentRewardCreated(event: RecordedEvent) {
+  const { reward_id, business_id: _business, ...reward } = recorded(event, 'RewardCreated').data;
+  return presentReward({ id: reward_id, ...reward, redeemed_count: 0, created_at: event.recordedAt, updated_at: event.recordedAt });
+}
+
+/** A new key, from its `ApiKeyCreated`, with the key itself (shown this once; null in a stored answer). */
+export function presentKeyCreated(event: RecordedEvent, key: string | null) {
+  const { key_id, type, name, permissions, key_hint } = recorded(event, 'ApiKeyCreated').data;
+  return { ...presentKey({ id: key_id, type, name, permissions, key_hint, created_at: event.recordedAt, revoked_at: null }), key };
 }

@@ -1,9 +1,11 @@
+import type { RecordedEvent } from '../../commands/index.js';
+import { recorded } from './presenters.js';
 import type { WebhookEndpointRow } from '../../db/schema.js';
 import type { AttemptRow } from '../../webhooks/webhook-queries.js';
 import { DeliverySchema, WebhookSchema } from '../schemas/webhook-schemas.js';
 
 /** A webhook endpoint as the API shows it (`WebhookSchema`). */
-export function presentWebhook(row: WebhookEndpointRow) {
+export function presentWebhook(row: Omit<WebhookEndpointRow, 'business_id' | 'seq'>) {
   return {
     id: row.id,
     url: row.url,
@@ -15,6 +17,13 @@ export function presentWebhook(row: WebhookEndpointRow) {
     updated_at: row.updated_at.toISOString(),
     deleted_at: row.deleted_at?.toISOString() ?? null,
   };
+}
+
+/** A new endpoint, from its `WebhookCreated`, with its signing secret (shown this once; null in a stored answer). */
+export function presentWebhookCreated(event: RecordedEvent, secret: string | null) {
+  const { webhook_id, business_id: _business, ...webhook } = recorded(event, 'WebhookCreated').data;
+  const at = event.recordedAt;
+  return { ...presentWebhook({ id: webhook_id, ...webhook, active: true, disabled_reason: null, deleted_at: null, created_at: at, updated_at: at }), secret };
 }
 
 /** A delivery attempt as the API shows it (`DeliverySchema`). */

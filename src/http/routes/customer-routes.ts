@@ -6,7 +6,7 @@ import { commandContext } from './command-context.js';
 import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
-import { type CustomerAnswerRow, presentCustomer, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
+import { type CustomerAnswerRow, presentCustomer, presentCustomerRegistered, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
 import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, pageRequest, queryInteger, WindowedPageQuerySchema } from '../schemas/common.js';
@@ -89,7 +89,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const ctx = commandContext(c);
+      const ctx = commandContext(c, { status: 201, present: presentCustomerRegistered });
       const profile: CustomerProfile = {
         email: body.email ?? null,
         phone: body.phone ?? null,
@@ -98,8 +98,7 @@ export const customerRoutes = createRouter()
         external_reference: body.external_reference ?? null,
         metadata: body.metadata ?? {},
       };
-      const id = await c.var.services.commands.customers.register(ctx, profile);
-      return c.json(presentCustomer(await customerAfterWrite(c, id, { profile, at: ctx.now })), 201);
+      return c.json(presentCustomerRegistered(await c.var.services.commands.customers.register(ctx, profile)), 201);
     },
   )
   .openapi(

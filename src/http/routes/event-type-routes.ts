@@ -5,7 +5,7 @@ import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentEventType } from '../presenters/presenters.js';
+import { presentEventType, presentEventTypeCreated } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { EventTypeCreateSchema, EventTypeNameParamSchema, EventTypeSchema, EventTypeUpdateSchema } from '../schemas/program-schemas.js';
@@ -32,14 +32,14 @@ export const eventTypeRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      await c.var.services.commands.program.createEventType(commandContext(c), {
+      const created = await c.var.services.commands.program.createEventType(commandContext(c, { status: 201, present: presentEventTypeCreated }), {
         name: body.name,
         display_name: body.display_name,
         default_points: body.default_points,
         rules: body.rules ?? [],
         metadata: body.metadata ?? {},
       });
-      return c.json(presentEventType(await eventTypeOr404(c, body.name)), 201);
+      return c.json(presentEventTypeCreated(created), 201);
     },
   )
   .openapi(

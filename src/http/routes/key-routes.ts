@@ -7,7 +7,7 @@ import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentKey } from '../presenters/presenters.js';
+import { presentKey, presentKeyCreated } from '../presenters/presenters.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { CreatedKeySchema, KeyCreateSchema, KeyIdParamSchema, KeySchema } from '../schemas/key-schemas.js';
 
@@ -47,14 +47,13 @@ export const keyRoutes = createRouter()
     async (c) => {
       const body = c.req.valid('json');
       const { services, principal } = c.var;
-      const created = await services.commands.apiKeys.create(
-        commandContext(c),
+      // A stored answer never holds the key (CONTRACT.md §5): a replay shows null.
+      const { created, key } = await services.commands.apiKeys.create(
+        commandContext(c, { status: 201, present: (event) => presentKeyCreated(event, null) }),
         { type: body.type, name: body.name ?? null, permissions: body.permissions ?? null },
         principal.permissions,
       );
-      const row = await services.queries.access.key(principal.businessId, created.id);
-      if (!row) throw new Error(`key ${created.id} was written but is not in the read model yet`);
-      return c.json({ ...presentKey(row), key: created.key }, 201);
+      return c.json(presentKeyCreated(created, key), 201);
     },
   )
   .openapi(

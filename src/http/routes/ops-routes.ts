@@ -165,6 +165,7 @@ export function registerOps(
   services: Services,
   metrics: Metrics = createMetrics(services),
   metricsText: () => Promise<string> = () => metrics.registry.metrics(),
+  stopping: () => boolean = () => false,
 ) {
   app.get('/healthz', (c) => {
     const workers = workersHealth(services);
@@ -173,6 +174,7 @@ export function registerOps(
     return c.json({ status: healthy ? 'ok' : 'stalled', workers: loops }, healthy ? 200 : 503);
   });
   app.get('/readyz', async (c) => {
+    if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
       const projections = await projectionLag(services);
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);

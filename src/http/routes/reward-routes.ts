@@ -5,7 +5,7 @@ import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentReward } from '../presenters/presenters.js';
+import { presentReward, presentRewardCreated } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { RewardCreateSchema, RewardIdParamSchema, RewardListQuerySchema, RewardSchema, RewardUpdateSchema } from '../schemas/program-schemas.js';
@@ -32,7 +32,7 @@ export const rewardRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const id = await c.var.services.commands.rewards.create(commandContext(c), {
+      const created = await c.var.services.commands.rewards.create(commandContext(c, { status: 201, present: presentRewardCreated }), {
         title: body.title,
         points_cost: body.points_cost,
         reward_type: body.reward_type,
@@ -40,7 +40,7 @@ export const rewardRoutes = createRouter()
         stock_quantity: body.stock_quantity ?? null,
         metadata: body.metadata ?? {},
       });
-      return c.json(presentReward(await rewardOr404(c, id)), 201);
+      return c.json(presentRewardCreated(created), 201);
     },
   )
   .openapi(

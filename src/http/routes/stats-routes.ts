@@ -34,7 +34,7 @@ export const statsRoutes = createRouter().openapi(
     responses: { 200: jsonResponse(StatsSchema, 'The figures.'), ...errorResponses() },
   }),
   async (c) => {
-    const { from, to } = statsRange(c.req.valid('query'), new Date());
+    const { from, to } = statsRange(c.req.valid('query'), c.var.clock.now());
     const { stats } = c.var.services.queries;
     const businessId = c.var.principal.businessId;
     const [days, standing, tiers] = await Promise.all([stats.days(businessId, from, to), stats.standing(businessId), stats.tiers(businessId)]);

@@ -5,7 +5,7 @@ import { commandContext } from './command-context.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
-import { presentTier } from '../presenters/presenters.js';
+import { presentTier, presentTierCreated } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
 import { TierCreateSchema, TierIdParamSchema, TierSchema, TierUpdateSchema } from '../schemas/program-schemas.js';
@@ -33,14 +33,14 @@ export const tierRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const id = await c.var.services.commands.program.createTier(commandContext(c), {
+      const created = await c.var.services.commands.program.createTier(commandContext(c, { status: 201, present: presentTierCreated }), {
         name: body.name,
         points_threshold: body.points_threshold,
         multiplier: body.multiplier,
         benefits: body.benefits ?? [],
         metadata: body.metadata ?? {},
       });
-      return c.json(presentTier(await tierOr404(c, id)), 201);
+      return c.json(presentTierCreated(created), 201);
     },
   )
   .openapi(

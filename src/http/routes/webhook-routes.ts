@@ -2,9 +2,10 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { errors } from '../../errors.js';
 import { commandContext } from './command-context.js';
+import type { AnsweredEvent } from '../../events/metadata.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
-import { presentDelivery, presentWebhook } from '../presenters/webhook-presenters.js';
+import { presentDelivery, presentWebhook, presentWebhookCreated } from '../presenters/webhook-presenters.js';
 import { guard } from '../middleware/guard.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
@@ -44,12 +45,14 @@ export const webhookRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const { id, secret } = await c.var.services.commands.webhooks.create(commandContext(c), {
+      // A stored answer never holds the secret (CONTRACT.md §5): a replay shows null.
+      const present = (event: AnsweredEvent) => presentWebhookCreated(event, null);
+      const { created, secret } = await c.var.services.commands.webhooks.create(commandContext(c, { status: 201, present }), {
         url: body.url,
         events: body.events,
         description: body.description ?? null,
       });
-      return c.json({ ...presentWebhook(await webhookOr404(c, id)), secret }, 201);
+      return c.json(presentWebhookCreated(created, secret), 201);
     },
   )
   .openapi(
