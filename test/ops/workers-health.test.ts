@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceBeside } from '../support/instance-beside.js';
 import { startReceiver } from '../support/webhook-receiver.js';
@@ -64,6 +65,29 @@ describe('/healthz of a process that runs the workers', () => {
     } finally {
       release();
       await receiver.close();
+    }
+  });
+
+  it('/readyz, in any process, counts webhook messages pending and those overdue (due a minute ago, claimed by nobody)', async () => {
+    const apiOnly = await instanceBeside(t, { runProjections: false });
+    try {
+      const { private_key: key } = await t.business();
+      // Only an API process on this business's messages' database: nobody delivers to this port.
+      expect((await t.request('POST', '/api/v1/webhooks', { key, body: { url: 'http://127.0.0.1:9/unanswered', events: ['customer.created'] } })).status).toBe(201);
+      await t.services.dispatcher.stop();
+      const before = (await apiOnly.request('GET', '/readyz', '')).body.webhooks;
+      expect((await t.request('POST', '/api/v1/customers', { key, body: { email: 'overdue@example.com' } })).status).toBe(201);
+      const queued = (await apiOnly.request('GET', '/readyz', '')).body;
+      expect(queued.status).toBe('ready');
+      expect(queued.webhooks).toEqual({ pending: before.pending + 1, overdue: before.overdue });
+      // Due two minutes ago and still waiting: what a dead or stuck delivery loop leaves.
+      await sql`update webhook_messages set next_attempt_at = now() - interval '2 minutes' where status = 'pending' and locked_until is null`.execute(t.services.db);
+      const overdue = await apiOnly.request('GET', '/readyz', '');
+      expect(overdue.status).toBe(200); // reported, not judged: the API still serves
+      expect(overdue.body.webhooks.overdue).toBeGreaterThanOrEqual(1);
+    } finally {
+      t.services.dispatcher.start();
+      await apiOnly.services.close();
     }
   });
 

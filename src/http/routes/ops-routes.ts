@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
+import { sql } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LoopHealth } from '../../background-loop.js';
 import type { Services } from '../../services.js';
@@ -37,6 +38,23 @@ export function workersHealth(services: Services): { healthy: boolean; projectio
   );
   if (loops.length === 0) return null;
   return { healthy: loops.every(([, loop]) => loop.state !== 'stalled'), ...Object.fromEntries(loops) };
+}
+
+/** A webhook message due this long ago and still unclaimed means delivery is not keeping up, or not running. */
+const OVERDUE_MS = 60_000;
+
+/**
+ * The delivery queue as any process sees it in the database, wherever the workers run: messages
+ * pending, and those `overdue` (due over a minute ago and claimed by no dispatcher). A running
+ * dispatcher claims a due message within a poll, so overdue messages mean its loop is not running
+ * or not keeping up.
+ */
+async function webhookBacklog(services: Services, now: Date): Promise<{ pending: number; overdue: number }> {
+  const { rows } = await sql<{ pending: number | string; overdue: number | string }>`
+    select count(*) as pending,
+           count(*) filter (where next_attempt_at < ${new Date(now.getTime() - OVERDUE_MS)} and (locked_until is null or locked_until < ${now})) as overdue
+      from webhook_messages where status = 'pending'`.execute(services.db);
+  return { pending: Number(rows[0]?.pending ?? 0), overdue: Number(rows[0]?.overdue ?? 0) };
 }
 
 /** One process's metrics: its registry, and the middleware that times each request into it. */
@@ -155,8 +173,8 @@ export function createMetrics(services: Services): Metrics {
 
 /**
  * `/healthz` (the process is up; where it runs the workers, their loops too: 503 when one has
- * stalled), `/readyz` (the store answers and the read models are close to the
- * log) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
+ * stalled), `/readyz` (the store answers and the read models are close to the log; the webhook
+ * queue's pending and overdue messages, reported only) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
  * business data. `metricsText` is what `/metrics` answers: by default this process's registry; in
  * a cluster child, the whole instance's.
  */
@@ -176,9 +194,10 @@ export function registerOps(
   app.get('/readyz', async (c) => {
     if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
-      const projections = await projectionLag(services);
+      const [projections, webhooks] = await Promise.all([projectionLag(services), webhookBacklog(services, c.var.clock.now())]);
+      // Webhooks are reported, not judged: a stuck delivery does not stop this process serving.
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
-      return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections }, ready ? 200 : 503);
+      return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections, webhooks }, ready ? 200 : 503);
     } catch {
       return c.json({ status: 'unavailable', store: services.database.kind }, 503);
     }
