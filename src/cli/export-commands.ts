@@ -60,6 +60,17 @@ function instant(flag: string, fail: CliKit['fail']) {
   };
 }
 
+/** The `--output` file, opened before anything is read: a path that cannot be written is one line, exit 1. */
+async function openOutput(file: string, fail: CliKit['fail']): Promise<NodeJS.WritableStream & { end(): void }> {
+  const out = createWriteStream(file);
+  try {
+    await once(out, 'open');
+  } catch (error) {
+    throw fail(`Cannot write '${file}': ${(error as Error).message}`);
+  }
+  return out;
+}
+
 /** `loyalty export customers|ledger|events --business ID [--from] [--to] --format csv|jsonl [--output FILE]`. */
 export function registerExportCommands(program: Command, kit: CliKit): void {
   program
@@ -77,7 +88,7 @@ export function registerExportCommands(program: Command, kit: CliKit): void {
       if (from && to && to <= from) throw kit.fail('--to must be later than --from.');
       return kit.withServices(async (services) => {
         if (!(await services.queries.access.business(opts.business))) throw kit.fail(`No business with id '${opts.business}'.`);
-        const out = opts.output ? createWriteStream(opts.output) : process.stdout;
+        const out = opts.output ? await openOutput(opts.output, kit.fail) : process.stdout;
         const bar = exportProgressBar();
         const started = performance.now();
         const written = await writeExport(services.db, kind, opts.format, { businessId: opts.business, from, to }, out, {

@@ -139,7 +139,7 @@ describe('loyalty export: the command', () => {
     expect(result.stderr).toMatch(/Exported 2 customers \(csv\) in \d+\.\d s\./);
   }, 60_000);
 
-  it('refuses a bad date, a reversed window, an unknown business and an unknown format with one line, exit 1', async () => {
+  it('refuses a bad date, a reversed window, an unknown business, an unknown format and an unwritable file with one line, exit 1', async () => {
     // One after another: on the embedded store one process at a time may open it.
     const runs = [];
     for (const args of [
@@ -147,14 +147,16 @@ describe('loyalty export: the command', () => {
       ['--business', businessId, '--format', 'csv', '--from', '2026-02-02', '--to', '2026-02-01'],
       ['--business', 'biz_nope', '--format', 'jsonl'],
       ['--business', businessId, '--format', 'xlsx'],
+      ['--business', businessId, '--format', 'csv', '--output', '/nonexistent-directory/ledger.csv'],
     ]) {
       runs.push(await runCli(['export', 'ledger', ...args], store));
     }
-    const [badDate, reversed, unknown, format] = runs;
+    const [badDate, reversed, unknown, format, unwritable] = runs;
     expect(badDate!.stderr).toContain("--from must be an ISO 8601 date or date-time");
     expect(reversed!.stderr).toContain('--to must be later than --from.');
     expect(unknown!.stderr).toContain("No business with id 'biz_nope'.");
     expect(format!.stderr).toContain("option '--format <format>' argument 'xlsx' is invalid");
+    expect(unwritable!.stderr).toContain("Cannot write '/nonexistent-directory/ledger.csv'");
     for (const run of runs) {
       expect(run!.code, run!.stderr).toBe(1);
       expect(run!.stdout).toBe('');
