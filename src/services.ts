@@ -2,6 +2,7 @@ import pino, { type Logger } from 'pino';
 import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
 import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
+import { ConflictRetries } from './commands/conflict-retries.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { eventCommands } from './commands/customer/event-commands.js';
 import { lifecycleCommands } from './commands/customer/lifecycle-commands.js';
@@ -88,15 +89,17 @@ export async function createServices(options: ServicesOptions) {
   const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
+  const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {
     logger,
+    now: () => clock.now(),
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
   const principals = new PrincipalCache();
-  const clock = options.clock ?? systemClock;
   const ids = options.ids ?? newId;
+  const conflicts = new ConflictRetries();
   const deps: CommandDeps = {
     store,
     ids,
@@ -104,6 +107,7 @@ export async function createServices(options: ServicesOptions) {
     locks: new KeyedLock(),
     cache: new StateCache(10_000, snapshotStore(database.db)),
     settle: (p) => projections.settle(p),
+    conflicts,
   };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
@@ -166,6 +170,8 @@ export async function createServices(options: ServicesOptions) {
     dispatcher,
     /** The lifecycle scheduler (CONTRACT.md §13): due work by the `customer_due` index. */
     scheduler,
+    /** Changes decided again because another writer moved a stream first (`/metrics`). */
+    conflicts,
     principals,
     /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
     async keysRevoked(): Promise<void> {

@@ -13,7 +13,9 @@
  *   BENCH_CUSTOMERS       distinct customers the earn and summary loads spread over (1000)
  *   BENCH_REBUILD_EVENTS  events in the log that `loyalty projections rebuild` replays (1000000)
  *   BENCH_LIFECYCLE_LOTS  lots due at once in the lifecycle row (100000)
+ *   BENCH_EXPORT_LINES    ledger lines that `loyalty export ledger` writes (1000000)
  *   BENCH_ONLY=rebuild    only the projection rebuild row (no pgbench, no server)
+ *   BENCH_ONLY=export     only the export row (no pgbench, no server)
  *   BENCH_ONLY=lifecycle  only the lifecycle row (its own server and database; no pgbench)
  *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
  *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
@@ -49,6 +51,7 @@ import {
   withClient,
 } from './postgres.js';
 import { measureLifecycle } from './lifecycle.js';
+import { EXPORT_HEAP_MB, measureExport } from './export.js';
 import { earnOnePoint, measureRebuild } from './rebuild.js';
 import { buildService, initStore, type Keys, REPO_ROOT, SERVER_MODE, ServerProcess, type Store } from './service.js';
 
@@ -67,6 +70,7 @@ const settings = {
   customers: envInt('BENCH_CUSTOMERS', 1000),
   rebuildEvents: envInt('BENCH_REBUILD_EVENTS', 1_000_000),
   lifecycleLots: envInt('BENCH_LIFECYCLE_LOTS', 100_000),
+  exportLines: envInt('BENCH_EXPORT_LINES', 1_000_000),
   only: process.env.BENCH_ONLY,
   profile: process.env.BENCH_PROFILE === '1',
   keep: process.env.BENCH_KEEP === '1',
@@ -129,6 +133,13 @@ async function main() {
 
   if (settings.only === 'rebuild') {
     rows.push(await rebuildRow());
+  rows.push(await exportRow(tmp));
+    machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    printReport(machine, null, (performance.now() - started) / 1000);
+    return;
+  }
+  if (settings.only === 'export') {
+    rows.push(await exportRow(tmp));
     machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
@@ -145,7 +156,7 @@ async function main() {
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
   }
-  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild', 'processes' and 'lifecycle'`);
+  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild', 'export', 'processes' and 'lifecycle'`);
 
   // 1. The PostgreSQL ceiling for the smallest append.
   log(`pgbench: 32 clients, ${settings.pgbenchSeconds} s, 100,000 streams`);
@@ -341,6 +352,25 @@ async function rebuildRow(): Promise<Row> {
     target: '≥ 20,000 events/s',
     ratio: '—',
     pass: r.eventsPerSecond >= 20_000 && r.check.exact,
+  };
+}
+
+/** `loyalty export ledger` of BENCH_EXPORT_LINES lines to a file, under a capped heap (see export.ts). */
+async function exportRow(tmp: string): Promise<Row> {
+  const r = await measureExport(settings.exportLines, tmp, log);
+  const mb = (n: number) => `${fmt(n)} MB`;
+  log(`export: ${fmt(r.ledger.lines)} lines in ${r.ledger.seconds.toFixed(1)} s, peak RSS ${mb(r.ledger.peakRssMb)} (customers: ${mb(r.small.peakRssMb)})`);
+  notes.push(
+    `Export: ${fmt(r.ledger.lines)} ledger lines over ${fmt(r.customers)} customers written into the read models by SQL in ${fmt(r.seedSeconds, 1)} s (no ANALYZE, as after a bulk load); ` +
+      `then \`loyalty export ledger --format csv --output FILE\` as its own process with \`--max-old-space-size=${EXPORT_HEAP_MB}\` (start-up, catch-up check and count included): ` +
+      `${fmt(r.ledger.bytes / 2 ** 20)} MiB written; \`loyalty export customers\` of the same store (${fmt(r.small.lines)} rows, heap not capped) took ${fmt(r.small.seconds, 1)} s and peaked at ${mb(r.small.peakRssMb)}.`,
+  );
+  return {
+    scenario: `\`loyalty export ledger\` of ${fmt(r.ledger.lines)} lines as CSV (the CLI process)`,
+    measured: `${fmt(r.ledger.linesPerSecond)} lines/s (${fmt(r.ledger.seconds, 1)} s), peak RSS ${mb(r.ledger.peakRssMb)} under a ${EXPORT_HEAP_MB} MB heap (a ${fmt(r.small.lines)}-row export: ${mb(r.small.peakRssMb)}); file ${r.exact ? 'exact' : 'NOT EXACT'}`,
+    target: `constant memory: completes with the heap capped at ${EXPORT_HEAP_MB} MB`,
+    ratio: '—',
+    pass: r.exact,
   };
 }
 

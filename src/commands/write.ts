@@ -55,7 +55,7 @@ export async function write(
       if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
       throw error;
     }
-  });
+  }, undefined, () => deps.conflicts?.retried('reload'));
   if (written) await deps.settle(written.position);
   return written;
 }
@@ -80,7 +80,7 @@ export async function createStream<State, Event extends DomainEvent>(
       const initial = { state: decider.initialState(), revision: 'no_stream' as const };
       return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
     },
-    answeredBy(ctx, stream),
+    answeredBy(ctx, (writes) => firstAppended({ writes }, stream)),
   );
   return firstAppended(written, stream);
 }
@@ -97,11 +97,12 @@ export function firstAppended(written: { writes: AppendWrite[] } | null, stream:
 
 /**
  * The options that store the request's answer (`ctx.receipt`, when it has an Idempotency-Key) in
- * the append's own transaction, built from the first event appended to `stream` (CONTRACT.md §5).
+ * the append's own transaction, built from the event `answer` picks of the writes as finally
+ * decided: the one the command returns (CONTRACT.md §5).
  */
-export function answeredBy(ctx: CommandContext, stream: string, answers?: (type: string) => boolean): WriteOptions {
+export function answeredBy(ctx: CommandContext, answer: (writes: AppendWrite[]) => AnsweredEvent): WriteOptions {
   const { receipt } = ctx;
-  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream, answers))) };
+  return { receipt: receipt && ((writes) => receipt(answer(writes))) };
 }
 
 async function decideAndQueue(
@@ -133,6 +134,7 @@ async function decideAndQueue(
   // Where the store finds a stream moved (another process wrote), it asks for the decision again
   // while it holds the streams: on the states as they are, so the append cannot be overtaken.
   const redecide: Redecide = async (read) => {
+    deps.conflicts?.retried('in_batch');
     const again = await decide(readingIn(deps, read));
     for (const entry of cached) entry.superseded = true;
     queued.writes = again;

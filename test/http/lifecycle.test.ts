@@ -25,12 +25,7 @@ describe('points lifecycle', () => {
   });
   afterAll(() => t.close());
 
-  let emails = 0;
-  async function newCustomer(b: ProvisionedBusiness) {
-    const response = await t.request('POST', '/api/v1/customers', { key: b.private_key, body: { email: `life-${++emails}@example.com` } });
-    expect(response.status, response.text).toBe(201);
-    return response.body.id as string;
-  }
+  const newCustomer = (b: ProvisionedBusiness) => t.newCustomer(b.private_key);
   const transact = (b: ProvisionedBusiness, customerId: string, body: Record<string, unknown>) =>
     t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, { key: b.private_key, body });
   async function ok(b: ProvisionedBusiness, customerId: string, body: Record<string, unknown>) {

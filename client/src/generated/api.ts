@@ -12,7 +12,7 @@ export type paths = {
         };
         /**
          * List customers
-         * @description Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain. Filters: `email` (exact, case-insensitive), `phone`, `external_reference`, `tier` (tier id). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.
+         * @description Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain. Filters: `email` (exact, case-insensitive), `phone`, `external_reference`, `tier` (tier id). A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.
          */
         get: operations["listCustomers"];
         put?: never;
@@ -80,7 +80,7 @@ export type paths = {
         };
         /**
          * A customer's points ledger
-         * @description Every ledger line of the customer, each with the balance right after it. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description Every ledger line of the customer, each with the balance right after it. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listTransactions"];
         put?: never;
@@ -392,7 +392,7 @@ export type paths = {
         };
         /**
          * A customer's redemptions
-         * @description The customer’s redemptions, completed and cancelled. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description The customer’s redemptions, completed and cancelled. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listRedemptions"];
         put?: never;
@@ -436,7 +436,7 @@ export type paths = {
         };
         /**
          * List recorded events
-         * @description Recorded events of the business. Filters: `customer_id`, `event_type`. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description Recorded events of the business. Filters: `customer_id`, `event_type`. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listEvents"];
         put?: never;
@@ -3284,6 +3284,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
                 /** @description Exact e-mail, case-insensitive. */
                 email?: string;
                 /** @description Exact phone number, as stored. */
@@ -3979,6 +3983,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
             };
             header?: never;
             path: {
@@ -7107,6 +7115,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
             };
             header?: never;
             path: {
@@ -7579,6 +7591,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
                 /** @description A customer’s id (`cust_…`). */
                 customer_id?: string;
                 /** @description Only events of this event type (its name). */

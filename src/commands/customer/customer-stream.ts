@@ -49,8 +49,7 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  const stream = streams.customer(customerId);
-  return write(deps, [...alsoLock, stream], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, stream, isAnswer));
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
 }
 
 /** Due work decided before a command's own events (releases, expiries, notices, downgrades) is never its answer. */

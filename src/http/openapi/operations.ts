@@ -13,11 +13,12 @@ export interface OperationNotes {
 }
 
 const listing = 'Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.';
+const window = 'A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start).';
 
 export const OPERATIONS: Record<string, OperationNotes> = {
   listCustomers: {
     errors: ['public_key_not_allowed'],
-    description: `${listing} Filters: \`email\` (exact, case-insensitive), \`phone\`, \`external_reference\`, \`tier\` (tier id). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.`,
+    description: `${listing} Filters: \`email\` (exact, case-insensitive), \`phone\`, \`external_reference\`, \`tier\` (tier id). ${window} A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.`,
   },
   createCustomer: {
     errors: ['customer_exists', 'plan_limit_reached'],
@@ -32,7 +33,7 @@ export const OPERATIONS: Record<string, OperationNotes> = {
     errors: ['customer_not_found'],
     description: 'The balance and lifetime totals, the current tier and the next one with the points still needed, and the 10 newest balance changes, newest first. Needs customers:read and points:read.',
   },
-  listTransactions: { errors: ['customer_not_found'], description: `Every ledger line of the customer, each with the balance right after it. ${listing}` },
+  listTransactions: { errors: ['customer_not_found'], description: `Every ledger line of the customer, each with the balance right after it. ${window} ${listing}` },
   listLots: {
     errors: ['customer_not_found'],
     description: `The customer's point lots (CONTRACT.md §13): one per credit, with what remains of it, its status and when it becomes available and expires. Debits take from available lots soonest-expiring first (never-expiring last), then oldest first. Only lots with points left unless \`all=true\`. The cursor is a lot's \`transaction_id\`. ${listing}`,
@@ -88,9 +89,9 @@ export const OPERATIONS: Record<string, OperationNotes> = {
     errors: ['customer_not_found', 'reward_not_found', 'duplicate_transaction', 'insufficient_points', 'out_of_stock', 'reward_inactive', 'achievement_already_granted'],
   },
   cancelRedemption: { errors: ['customer_not_found', 'redemption_not_found', 'redemption_already_cancelled', 'points_out_of_range'] },
-  listRedemptions: { errors: ['customer_not_found'], description: `The customer’s redemptions, completed and cancelled. ${listing}` },
+  listRedemptions: { errors: ['customer_not_found'], description: `The customer’s redemptions, completed and cancelled. ${window} ${listing}` },
   recordEvent: { errors: ['customer_not_found', 'unknown_event_type', 'duplicate_transaction', 'points_out_of_range'] },
-  listEvents: { errors: [], description: `Recorded events of the business. Filters: \`customer_id\`, \`event_type\`. ${listing}` },
+  listEvents: { errors: [], description: `Recorded events of the business. Filters: \`customer_id\`, \`event_type\`. ${window} ${listing}` },
   createWebhook: { errors: [] },
   listWebhooks: { errors: [], description: `The business’s webhook endpoints (never their secrets). ${listing}` },
   getWebhook: { errors: ['webhook_not_found'], description: 'One endpoint, without its secret.' },

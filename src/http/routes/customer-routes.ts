@@ -18,7 +18,7 @@ import {
 } from '../presenters/presenters.js';
 import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
-import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, pageRequest, queryInteger, WindowedPageQuerySchema } from '../schemas/common.js';
 import {
   CustomerCreateSchema,
   CustomerIdParamSchema,
@@ -70,14 +70,15 @@ export const customerRoutes = createRouter()
       responses: { 200: jsonResponse(z.array(CustomerSchema), 'Customers, oldest first.'), ...errorResponses() },
     }),
     async (c) => {
-      const { limit, starting_after, ...filters } = c.req.valid('query');
+      const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
       if (c.var.principal.type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
         throw errors.publicKeyNotAllowed('A public key looks customers up by an exact email, phone or external_reference filter; listing them needs a private key.');
       }
-      const page = await c.var.services.queries.customers.list(c.var.principal.businessId, filters, {
-        limit,
-        startingAfter: starting_after,
-      });
+      const page = await c.var.services.queries.customers.list(
+        c.var.principal.businessId,
+        filters,
+        pageRequest({ limit, starting_after, created_after, created_before }),
+      );
       return listResponse(c, page, presentCustomer, (row) => row.id);
     },
   )
@@ -202,7 +203,7 @@ export const customerRoutes = createRouter()
       tags,
       summary: "A customer's points ledger",
       middleware: guard(['points:read']),
-      request: { params: CustomerIdParamSchema, query: PageQuerySchema },
+      request: { params: CustomerIdParamSchema, query: WindowedPageQuerySchema },
       responses: {
         200: jsonResponse(z.array(PointsTransactionSchema), 'Every balance change, oldest first, with the balance after it.'),
         ...errorResponses(404),
@@ -210,11 +211,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, {
-        limit,
-        startingAfter: starting_after,
-      });
+      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
       return listResponse(c, page, presentTransaction, (row) => row.id);
     },
   )

@@ -51,6 +51,41 @@ export const PageQuerySchema = z.strictObject({
   starting_after: z.string().min(1).optional().openapi({ description: 'Id of the last item of the previous page.' }),
 });
 
+const windowBound = (description: string) =>
+  z.iso
+    .datetime({ offset: true })
+    .transform((value) => new Date(value))
+    .optional()
+    .openapi({ type: 'string', format: 'date-time', description, example: '2026-11-01T00:00:00.000Z' });
+
+/**
+ * `?created_after=&created_before=` of the lists analysts and integrators read by date (customers,
+ * transactions, events, redemptions): RFC 3339 times (`Z` or an offset), both exclusive. Add them
+ * with `.extend(CREATED_WINDOW)` and check the pair with `.superRefine(orderedWindow)`.
+ */
+export const CREATED_WINDOW = {
+  created_after: windowBound('Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`.'),
+  created_before: windowBound('Only items created before this instant (exclusive); must be later than `created_after`.'),
+};
+
+/** A window whose end is not after its start would be empty: refused, so a swapped pair is noticed. */
+export function orderedWindow(query: { created_after?: Date | undefined; created_before?: Date | undefined }, ctx: z.RefinementCtx): void {
+  if (query.created_after && query.created_before && query.created_before <= query.created_after) {
+    ctx.addIssue({ code: 'custom', path: ['created_before'], message: 'must be later than created_after' });
+  }
+}
+
+/** `PageQuerySchema` with the creation window (transactions, redemptions). */
+export const WindowedPageQuerySchema = PageQuerySchema.extend(CREATED_WINDOW).superRefine(orderedWindow);
+
+/** The page of a list with a creation window, as the read-model queries take it. */
+export const pageRequest = (query: { limit: number; starting_after?: string | undefined; created_after?: Date | undefined; created_before?: Date | undefined }) => ({
+  limit: query.limit,
+  startingAfter: query.starting_after,
+  createdAfter: query.created_after,
+  createdBefore: query.created_before,
+});
+
 export const ErrorSchema = z
   .object({
     code: z.string().openapi({ example: 'validation_error' }),

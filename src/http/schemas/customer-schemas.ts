@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CREATED_WINDOW, MetadataSchema, orderedWindow, PageQuerySchema, TimestampSchema } from './common.js';
 
 const Email = z.string().trim().max(254).email().openapi({ example: 'ada@example.com' });
 const Phone = z
@@ -76,11 +76,12 @@ export const CustomerSchema = z
   .openapi('Customer');
 
 export const CustomerListQuerySchema = PageQuerySchema.extend({
+  ...CREATED_WINDOW,
   email: z.string().optional().openapi({ description: 'Exact e-mail, case-insensitive.' }),
   phone: z.string().optional(),
   external_reference: z.string().optional(),
   tier: z.string().optional().openapi({ description: 'Tier id.' }),
-});
+}).superRefine(orderedWindow);
 
 export const CustomerIdParamSchema = z.object({
   customer_id: z.string().openapi({ param: { name: 'customer_id', in: 'path' }, example: 'cust_4fTz9QbLr2XcVw7NkP1a' }),

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { ProgramSettingsSchema as ProgramSettingsData, RuleSchema } from '../../events/program-events.js';
 import { RewardTypeSchema } from '../../events/reward-events.js';
-import { LotTimesInputSchema, LotTimesSchema, MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CREATED_WINDOW, LotTimesInputSchema, LotTimesSchema, MetadataSchema, orderedWindow, PageQuerySchema, TimestampSchema } from './common.js';
 
 /** A single amount of points: at most 1,000,000,000 (CONTRACT.md §1). */
 const Points = z.number().int().min(0).max(1_000_000_000);
@@ -193,9 +193,10 @@ export const EventSchema = z
   .openapi('Event');
 
 export const EventListQuerySchema = PageQuerySchema.extend({
+  ...CREATED_WINDOW,
   customer_id: z.string().optional(),
   event_type: z.string().optional(),
-});
+}).superRefine(orderedWindow);
 
 /** The points lifecycle policy (CONTRACT.md §13), as GET and PATCH /program answer it. */
 export const ProgramSettingsSchema = ProgramSettingsData.extend({
