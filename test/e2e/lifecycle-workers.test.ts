@@ -5,8 +5,8 @@ import { seedLots } from '../../scripts/bench/lifecycle.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 import { api, freshStore, killAllProcesses, killProcess, printedKeys, type ProcessStore, SERVER_MODE, startServer } from './process-helpers.js';
 
-const LOTS = 3000;
-const CUSTOMERS = 300;
+const LOTS = 5000;
+const CUSTOMERS = 500;
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -50,11 +50,12 @@ describe.skipIf(!SERVER_MODE)('lifecycle scheduler, two worker processes and a k
     expect(webhook.status, JSON.stringify(webhook.body)).toBe(201);
     await killProcess(setup.child);
     const [business] = await query<{ id: string }>(url, 'select id from businesses');
-    await seedLots(url, business!.id, CUSTOMERS, LOTS, new Date(Date.now() - 60_000));
 
-    // Two workers: one serving HTTP too, one workers-only. The second is killed mid-run.
+    // Two workers: one serving HTTP too, one workers-only; then the lots that fell due while
+    // nobody ran arrive (seeded straight into the log), and the second worker is killed mid-run.
     const first = await startServer(store);
     const second = await startServer(store, { role: 'workers' });
+    await seedLots(url, business!.id, CUSTOMERS, LOTS, new Date(Date.now() - 60_000));
     const expired = async () => Number((await query<{ n: string }>(url, `select count(*) as n from events where type = 'PointsExpired'`))[0]!.n);
     await vi.waitFor(async () => expect(await expired()).toBeGreaterThan(0), { timeout: 60_000, interval: 20 });
     const atKill = await expired();
