@@ -80,7 +80,7 @@ export async function createStream<State, Event extends DomainEvent>(
       const initial = { state: decider.initialState(), revision: 'no_stream' as const };
       return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
     },
-    answeredBy(ctx, stream),
+    answeredBy(ctx, (writes) => firstAppended({ writes }, stream)),
   );
   return firstAppended(written, stream);
 }
@@ -94,11 +94,12 @@ export function firstAppended(written: { writes: AppendWrite[] } | null, stream:
 
 /**
  * The options that store the request's answer (`ctx.receipt`, when it has an Idempotency-Key) in
- * the append's own transaction, built from the first event appended to `stream` (CONTRACT.md §5).
+ * the append's own transaction, built from the event `answer` picks of the writes as finally
+ * decided: the one the command returns (CONTRACT.md §5).
  */
-export function answeredBy(ctx: CommandContext, stream: string): WriteOptions {
+export function answeredBy(ctx: CommandContext, answer: (writes: AppendWrite[]) => AnsweredEvent): WriteOptions {
   const { receipt } = ctx;
-  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream))) };
+  return { receipt: receipt && ((writes) => receipt(answer(writes))) };
 }
 
 async function decideAndQueue(

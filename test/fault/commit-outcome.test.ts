@@ -35,12 +35,6 @@ describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL se
     await drop?.();
   });
 
-  async function newCustomer(): Promise<string> {
-    const created = await app.request('POST', '/api/v1/customers', { key: business.private_key, body: { email: `c-${Math.random().toString(36).slice(2)}@example.com` } });
-    expect(created.status).toBe(201);
-    return created.body.id as string;
-  }
-
   /** The balance once the read models hold every committed event (an unanswered write is not waited for). */
   async function balanceOf(customerId: string): Promise<number> {
     await app.services.projections.settle(await app.services.store.headPosition());
@@ -58,7 +52,7 @@ describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL se
   }
 
   it('answers 503 saying the outcome is unknown, and a retry with the Idempotency-Key replays the 201 of the write that committed', async () => {
-    const customerId = await newCustomer();
+    const customerId = await app.newCustomer(business.private_key);
     const lost = proxy.loseNextCommitAnswer(/insert into events/i);
     const first = await earn(customerId, { 'idempotency-key': 'lost-answer-1' });
     await lost;
@@ -77,7 +71,7 @@ describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL se
   });
 
   it('never runs an append whose commit answer was lost again by itself: without a key it is applied once', async () => {
-    const customerId = await newCustomer();
+    const customerId = await app.newCustomer(business.private_key);
     const lost = proxy.loseNextCommitAnswer(/insert into events/i);
     const first = await earn(customerId);
     await lost;

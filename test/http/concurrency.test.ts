@@ -22,12 +22,6 @@ describe('concurrent requests', () => {
   const transact = (key: string, customerId: string, body: unknown) =>
     t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, { key, body });
 
-  async function newCustomer(key: string, email: string) {
-    const response = await t.request('POST', '/api/v1/customers', { key, body: { email } });
-    expect(response.status, response.text).toBe(201);
-    return response.body.id as string;
-  }
-
   const walk = (key: string, path: string) => t.walk(key, path);
 
   const ledger = (key: string, id: string) => walk(key, `/api/v1/customers/${id}/transactions?limit=200`);
@@ -47,7 +41,7 @@ describe('concurrent requests', () => {
 
   it('applies 40 parallel earns on one customer, each exactly once, with a consistent running balance', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key, 'parallel-earn@example.com');
+    const id = await t.newCustomer(key, { email: 'parallel-earn@example.com' });
     const amounts = Array.from({ length: 40 }, (_, i) => i + 1);
 
     const responses = await Promise.all(amounts.map((amount) => transact(key, id, { type: 'earn', amount, description: `earn ${amount}` })));
@@ -69,7 +63,7 @@ describe('concurrent requests', () => {
 
   it('creates exactly one transaction when 20 parallel requests share a reference', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key, 'parallel-ref@example.com');
+    const id = await t.newCustomer(key, { email: 'parallel-ref@example.com' });
 
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, i) => transact(key, id, { type: 'earn', amount: 10 + i, reference: 'order-9000' })),
@@ -92,7 +86,7 @@ describe('concurrent requests', () => {
 
   it('lets exactly as many parallel deducts succeed as the balance covers, never going negative', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key, 'parallel-deduct@example.com');
+    const id = await t.newCustomer(key, { email: 'parallel-deduct@example.com' });
     expect((await transact(key, id, { type: 'earn', amount: 100 })).status).toBe(201);
 
     const responses = await Promise.all(Array.from({ length: 30 }, () => transact(key, id, { type: 'deduct', amount: 10 })));
@@ -114,7 +108,7 @@ describe('concurrent requests', () => {
 
   it('lets parallel adjusts and deducts never take the balance below zero', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key, 'parallel-mixed-debit@example.com');
+    const id = await t.newCustomer(key, { email: 'parallel-mixed-debit@example.com' });
     expect((await transact(key, id, { type: 'earn', amount: 50 })).status).toBe(201);
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, i) => transact(key, id, i % 2 ? { type: 'adjust', amount: -7 } : { type: 'deduct', amount: 7 })),
@@ -162,7 +156,7 @@ describe('concurrent requests', () => {
 
   it('lets two parallel PATCHes race for one free email: exactly one gets it', async () => {
     const { private_key: key } = await t.business();
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => newCustomer(key, `racer-${i}@example.com`)));
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => t.newCustomer(key, { email: `racer-${i}@example.com` })));
     const responses = await Promise.all(ids.map((id) => t.request('PATCH', `/api/v1/customers/${id}`, { key, body: { email: 'prize@example.com' } })));
     const won = responses.filter((r) => r.status === 200);
     expect(won).toHaveLength(1);
@@ -184,7 +178,7 @@ describe('concurrent requests', () => {
 
   it('ends parallel mixed traffic on many customers with read models that agree with the event streams', async () => {
     const { private_key: key } = await t.business();
-    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => newCustomer(key, `mixed-${i}@example.com`)));
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => t.newCustomer(key, { email: `mixed-${i}@example.com` })));
 
     // A deterministic pseudo-random mix (LCG), so a failure reproduces.
     let seed = 12345;
@@ -268,7 +262,7 @@ describe('concurrent requests', () => {
 
     it('applies parallel earns split across both instances exactly once each', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key, 'two-earn@example.com');
+      const id = await t.newCustomer(key, { email: 'two-earn@example.com' });
       const amounts = Array.from({ length: 30 }, (_, i) => i + 1);
       const responses = await Promise.all(
         amounts.map((amount) => via(amount % 2, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount })),
@@ -285,7 +279,7 @@ describe('concurrent requests', () => {
       // other instance's earns take revisions such a chain expected, so the chain must fail and
       // start again from what is stored (no earn lost, none counted on a state that never was).
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key, 'hot-earn@example.com');
+      const id = await t.newCustomer(key, { email: 'hot-earn@example.com' });
       const requests = Array.from({ length: 64 }, (_, i) => ({ instance: i % 4 === 3 ? 1 : 0, amount: i + 1 }));
       const responses = await Promise.all(
         requests.map(({ instance, amount }) => via(instance, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount })),
@@ -303,7 +297,7 @@ describe('concurrent requests', () => {
 
     it('creates one transaction for one reference across both instances', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key, 'two-ref@example.com');
+      const id = await t.newCustomer(key, { email: 'two-ref@example.com' });
       const responses = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           via(i % 2, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 5 + i, reference: 'shared' }),
@@ -321,7 +315,7 @@ describe('concurrent requests', () => {
 
     it('never lets parallel deducts across both instances overdraw the balance', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key, 'two-deduct@example.com');
+      const id = await t.newCustomer(key, { email: 'two-deduct@example.com' });
       expect((await via(1, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 100 })).status).toBe(201);
       const responses = await Promise.all(
         Array.from({ length: 30 }, (_, i) => via(i % 2, 'POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'deduct', amount: 10 })),

@@ -10,14 +10,7 @@ describe('events', () => {
   });
   afterAll(() => t.close());
 
-  let emails = 0;
 
-
-  async function newCustomer(key: string) {
-    const response = await t.request('POST', '/api/v1/customers', { key, body: { email: `events-${++emails}@example.com` } });
-    expect(response.status, response.text).toBe(201);
-    return response.body.id as string;
-  }
 
   async function createType(key: string, body: Record<string, unknown>) {
     const response = await t.request('POST', '/api/v1/event-types', { key, body });
@@ -66,7 +59,7 @@ describe('events', () => {
     it('answers 201 with the event, its points and the balance after it', async () => {
       const { private_key: key } = await t.business();
       await createType(key, { name: 'review', display_name: 'Review', default_points: 25 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const response = await record(key, { customer_id: customerId, event_type: 'review', properties: { stars: 5 }, reference: 'review-1' });
       expect(response.status, response.text).toBe(201);
       expect(response.body).toEqual({
@@ -102,7 +95,7 @@ describe('events', () => {
         [500, 1000],
         [12_345.67, 1000],
       ];
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       let balance = 0;
       for (const [i, [amount, points]] of cases.entries()) {
         const event = await recorded(key, { customer_id: customerId, event_type: 'purchase', properties: { amount }, reference: `order-${i}` });
@@ -130,7 +123,7 @@ describe('events', () => {
           { conditions: [{ property: 'order.total', op: 'gt', value: '100' }], points: 1000 }, // string vs number never holds
         ],
       });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const app = await recorded(key, {
         customer_id: customerId,
         event_type: 'order.completed',
@@ -158,7 +151,7 @@ describe('events', () => {
           { conditions: [{ property: 'item', op: 'in', value: [item] }], points: 100 },
         ],
       });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const event = await recorded(key, { customer_id: customerId, event_type: 'purchase', properties: { item } });
       expect(event).toMatchObject({ base_points: 111, points_awarded: 111 });
     });
@@ -168,7 +161,7 @@ describe('events', () => {
       await createType(key, PURCHASE);
       const silver = await t.request('POST', '/api/v1/tiers', { key, body: { name: 'Silver', points_threshold: 100, multiplier: 1.5 } });
       expect(silver.status).toBe(201);
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
 
       // No tier is held before this event: ×1, and the event reaches Silver.
       const first = await recorded(key, { customer_id: customerId, event_type: 'purchase', properties: { amount: 150 } });
@@ -196,7 +189,7 @@ describe('events', () => {
       const { private_key: key } = await t.business();
       await createType(key, PURCHASE);
       await createType(key, { name: 'page.view', display_name: 'Page view', default_points: 0 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       await recorded(key, { customer_id: customerId, event_type: 'purchase', properties: { amount: 10 } });
 
       const zero = await record(key, { customer_id: customerId, event_type: 'page.view', properties: { path: '/' }, reference: 'view-1' });
@@ -222,7 +215,7 @@ describe('events', () => {
       const { private_key: otherKey } = await t.business();
       await createType(otherKey, { name: 'theirs', display_name: 'Theirs', default_points: 5 });
       await createType(key, { name: 'purchase', display_name: 'Purchase', default_points: 5 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       for (const eventType of ['nothing', 'theirs', 'Purchase']) {
         expectError(await record(key, { customer_id: customerId, event_type: eventType, reference: 'r-1' }), 422, 'unknown_event_type');
       }
@@ -234,7 +227,7 @@ describe('events', () => {
     it('answers 422 points_out_of_range for an event worth more than 1,000,000,000 points, recording nothing', async () => {
       const { private_key: key } = await t.business();
       await createType(key, { name: 'bulk', display_name: 'Bulk', default_points: 0, rules: [{ points_per_unit: 1_000_000, unit_property: 'n' }] });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
 
       const tooMuch = await record(key, { customer_id: customerId, event_type: 'bulk', properties: { n: 10_000 }, reference: 'bulk-1' });
       expectError(tooMuch, 422, 'points_out_of_range');
@@ -254,7 +247,7 @@ describe('events', () => {
       const { private_key: otherKey } = await t.business();
       await createType(key, { name: 'purchase', display_name: 'Purchase', default_points: 5 });
       await createType(otherKey, { name: 'purchase', display_name: 'Purchase', default_points: 5 });
-      const theirs = await newCustomer(otherKey);
+      const theirs = await t.newCustomer(otherKey);
       expectError(await record(key, { customer_id: 'cust_doesnotexist00000000', event_type: 'purchase' }), 404, 'customer_not_found');
       expectError(await record(key, { customer_id: theirs, event_type: 'purchase' }), 404, 'customer_not_found');
       expect((await totals(otherKey, theirs)).points.balance).toBe(0);
@@ -263,7 +256,7 @@ describe('events', () => {
     it('refuses malformed requests with 400 validation_error', async () => {
       const { private_key: key } = await t.business();
       await createType(key, { name: 'purchase', display_name: 'Purchase', default_points: 5 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const cases: Array<[Record<string, unknown>, string]> = [
         [{ event_type: 'purchase' }, 'customer_id'],
         [{ customer_id: customerId }, 'event_type'],
@@ -284,7 +277,7 @@ describe('events', () => {
       const biz = await t.business();
       const key = biz.private_key;
       await createType(key, { name: 'purchase', display_name: 'Purchase', default_points: 5 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const keyWith = async (permissions: string[]) =>
         (await t.request('POST', '/api/v1/keys', { key, body: { type: 'private', permissions } })).body.key as string;
       const reader = await keyWith(['points:read']);
@@ -307,7 +300,7 @@ describe('events', () => {
     it('refuses a reused reference with 409 duplicate_transaction carrying the original event', async () => {
       const { private_key: key } = await t.business();
       await createType(key, PURCHASE);
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const original = await recorded(key, { customer_id: customerId, event_type: 'purchase', properties: { amount: 120 }, reference: 'order-77' });
 
       const again = await record(key, { customer_id: customerId, event_type: 'purchase', properties: { amount: 999 }, reference: 'order-77' });
@@ -317,14 +310,14 @@ describe('events', () => {
       expect(await walk(key, `/api/v1/events?customer_id=${customerId}`)).toHaveLength(1);
 
       // References are per customer: another customer may use the same one.
-      const other = await newCustomer(key);
+      const other = await t.newCustomer(key);
       expect((await record(key, { customer_id: other, event_type: 'purchase', properties: { amount: 1 }, reference: 'order-77' })).status).toBe(201);
     });
 
     it('shares references between points transactions, events and redemptions of one customer', async () => {
       const { private_key: key } = await t.business();
       await createType(key, { name: 'visit', display_name: 'Visit', default_points: 50 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
 
       const txn = await t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, {
         key,
@@ -367,7 +360,7 @@ describe('events', () => {
     it('records exactly one event when parallel requests share a reference', async () => {
       const { private_key: key } = await t.business();
       await createType(key, { name: 'visit', display_name: 'Visit', default_points: 7 });
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const responses = await Promise.all(
         Array.from({ length: 10 }, () => record(key, { customer_id: customerId, event_type: 'visit', reference: 'same-visit' })),
       );
@@ -390,9 +383,9 @@ describe('events', () => {
       await createType(key, { name: 'visit', display_name: 'Visit', default_points: 1 });
       await createType(key, { name: 'review', display_name: 'Review', default_points: 10 });
       await createType(otherKey, { name: 'visit', display_name: 'Visit', default_points: 1 });
-      const ann = await newCustomer(key);
-      const bob = await newCustomer(key);
-      const stranger = await newCustomer(otherKey);
+      const ann = await t.newCustomer(key);
+      const bob = await t.newCustomer(key);
+      const stranger = await t.newCustomer(otherKey);
       await recorded(otherKey, { customer_id: stranger, event_type: 'visit' });
 
       const made: Array<{ id: string; customer_id: string; event_type: string }> = [];
@@ -429,7 +422,7 @@ describe('events', () => {
     it('shows events in the summary’s recent activity and in the ledger', async () => {
       const { private_key: key } = await t.business();
       await createType(key, PURCHASE);
-      const customerId = await newCustomer(key);
+      const customerId = await t.newCustomer(key);
       const earn = await t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, {
         key,
         body: { type: 'earn', amount: 20, description: 'welcome' },

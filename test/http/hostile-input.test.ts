@@ -15,11 +15,6 @@ describe('hostile input and request shape', () => {
   };
   const json = { 'content-type': 'application/json' };
 
-  async function newCustomer(): Promise<string> {
-    const res = await t.request('POST', '/api/v1/customers', { key: b.private_key, body: { email: `hostile-${++n}@example.com` } });
-    expect(res.status).toBe(201);
-    return res.body.id;
-  }
   const balance = async (id: string) => (await t.request('GET', `/api/v1/customers/${id}`, { key: b.private_key })).body.points_balance;
   const earn = (id: string, rawBody: string, headers: Record<string, string> = json) =>
     t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key: b.private_key, headers, rawBody });
@@ -74,7 +69,7 @@ describe('hostile input and request shape', () => {
     });
 
     it('keeps valid concurrent writes to a customer whole when a hostile one is among them', async () => {
-      const id = await newCustomer();
+      const id = await t.newCustomer(b.private_key);
       const answers = await Promise.all([
         ...Array.from({ length: 30 }, (_, i) => earn(id, JSON.stringify({ type: 'earn', amount: 1, reference: `ok-${i}` }))),
         earn(id, '{"type":"earn","amount":1,"description":"\\ud800"}'),
@@ -101,7 +96,7 @@ describe('hostile input and request shape', () => {
     });
 
     it('refuses duplicate keys in any object, and applies nothing', async () => {
-      const id = await newCustomer();
+      const id = await t.newCustomer(b.private_key);
       await earn(id, '{"type":"earn","amount":10}');
       for (const body of [
         '{"type":"deduct","type":"earn","amount":5}',
@@ -118,7 +113,7 @@ describe('hostile input and request shape', () => {
     });
 
     it('parses only application/json, optionally with charset=utf-8', async () => {
-      const id = await newCustomer();
+      const id = await t.newCustomer(b.private_key);
       const body = '{"type":"earn","amount":1}';
       for (const type of ['application/json; charset=utf-16', 'application/evil+json', 'text/json', 'application/jsonx']) {
         expectError(await earn(id, body, { 'content-type': type }), 415, 'unsupported_media_type');
@@ -157,7 +152,7 @@ describe('hostile input and request shape', () => {
         expect(response.status, `${route}: ${response.text}`).toBe(400);
         expect(response.body.details, route).toContainEqual({ path: 'query.dry_run', message: expect.any(String) });
       }
-      const id = await newCustomer();
+      const id = await t.newCustomer(b.private_key);
       const res = await t.request('POST', `/api/v1/customers/${id}/points/transaction?dry_run=1`, { key: b.private_key, body: { type: 'earn', amount: 5 } });
       expectError(res, 400, 'validation_error');
       expect(await balance(id)).toBe(0);

@@ -29,15 +29,9 @@ describe('writes decided on cached state', () => {
   const earn = (key: string, id: string, amount: number) =>
     t.request('POST', `/api/v1/customers/${id}/points/transaction`, { key, body: { type: 'earn', amount, apply_multiplier: true } });
 
-  async function newCustomer(key: string) {
-    const response = await t.request('POST', '/api/v1/customers', { key, body: { email: `cached-${Math.random().toString(36).slice(2)}@example.com` } });
-    expect(response.status, response.text).toBe(201);
-    return response.body.id as string;
-  }
-
   it('earns on the real balance when another instance wrote to the customer since this one cached it', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key);
+    const id = await t.newCustomer(key);
     expect((await earn(key, id, 10)).body.balance).toBe(10);
 
     const behind = await other.request('POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 5 });
@@ -56,7 +50,7 @@ describe('writes decided on cached state', () => {
 
   it('refuses on the real balance, not on a cached one that another instance has since moved', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key);
+    const id = await t.newCustomer(key);
     expect((await earn(key, id, 10)).status).toBe(201);
     expect((await other.request('POST', `/api/v1/customers/${id}/points/transaction`, key, { type: 'earn', amount: 90 })).status).toBe(201);
 
@@ -79,7 +73,7 @@ describe('writes decided on cached state', () => {
 
   it('earns under a tier another instance created since this one cached the program', async () => {
     const { private_key: key } = await t.business();
-    const id = await newCustomer(key);
+    const id = await t.newCustomer(key);
     expect((await earn(key, id, 10)).body).toMatchObject({ balance: 10, multiplier: 1 });
 
     const tier = await other.request('POST', '/api/v1/tiers', key, { name: 'Gold', points_threshold: 15, multiplier: 2 });
@@ -99,7 +93,7 @@ describe('writes decided on cached state', () => {
   describe.runIf(STORE_KIND === 'postgres')('one customer written by two instances at once', () => {
     it('answers every earn 201, each with the balance right after it', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       const path = `/api/v1/customers/${id}/points/transaction`;
       const answers = await Promise.all(
         Array.from({ length: 200 }, (_, i) =>
@@ -114,7 +108,7 @@ describe('writes decided on cached state', () => {
 
     it('refuses on the real balance: of 40 deducts of 1 from 25 points, 25 succeed and 15 answer insufficient_points', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       const path = `/api/v1/customers/${id}/points/transaction`;
       expect((await t.request('POST', path, { key, body: { type: 'earn', amount: 25 } })).status).toBe(201);
       const answers = await Promise.all(
@@ -133,7 +127,7 @@ describe('writes decided on cached state', () => {
     const { private_key: key } = await t.business();
     const tier = await t.request('POST', '/api/v1/tiers', { key, body: { name: 'Silver', points_threshold: 0, multiplier: 2 } });
     expect(tier.status, tier.text).toBe(201);
-    const id = await newCustomer(key);
+    const id = await t.newCustomer(key);
     expect((await earn(key, id, 10)).body).toMatchObject({ amount: 10, multiplier: 1 }); // reaches Silver
     expect((await earn(key, id, 10)).body).toMatchObject({ amount: 20, multiplier: 2 });
 

@@ -11,19 +11,12 @@ describe('tiers', () => {
   });
   afterAll(() => t.close());
 
-  let emails = 0;
 
 
   async function createTier(key: string, body: Record<string, unknown>) {
     const response = await t.request('POST', '/api/v1/tiers', { key, body });
     expect(response.status, response.text).toBe(201);
     return response.body as { id: string; name: string; points_threshold: number; multiplier: number; benefits: string[] };
-  }
-
-  async function newCustomer(key: string) {
-    const response = await t.request('POST', '/api/v1/customers', { key, body: { email: `tier-${++emails}@example.com` } });
-    expect(response.status, response.text).toBe(201);
-    return response.body.id as string;
   }
 
   async function transact(key: string, customerId: string, body: Record<string, unknown>) {
@@ -248,7 +241,7 @@ describe('tiers', () => {
   describe('automatic upgrades', () => {
     it('leaves a new customer without a tier, even when a 0-threshold tier exists, until the first earn', async () => {
       const { key, bronze } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       expect((await customer(key, id)).tier).toBeNull();
 
       await transact(key, id, { type: 'earn', amount: 10 });
@@ -268,7 +261,7 @@ describe('tiers', () => {
 
     it('upgrades straight to the highest tier passed, as one upgrade', async () => {
       const { key, bronze, gold } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       await transact(key, id, { type: 'earn', amount: 5 });
       expect((await customer(key, id)).tier.id).toBe(bronze.id);
 
@@ -293,14 +286,14 @@ describe('tiers', () => {
 
     it('upgrades on a positive adjust, which raises lifetime_earned', async () => {
       const { key, silver } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       await transact(key, id, { type: 'adjust', amount: 150 });
       expect((await customer(key, id)).tier.id).toBe(silver.id);
     });
 
     it('never demotes: a negative adjust or a deduct keeps the tier, and a deduct leaves lifetime_earned alone', async () => {
       const { key, silver } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       await transact(key, id, { type: 'earn', amount: 150 });
       const reached = await customer(key, id);
       expect(reached.tier.id).toBe(silver.id);
@@ -326,7 +319,7 @@ describe('tiers', () => {
     it('applies the multiplier of the tier held before the earn, not of the tier the earn reaches', async () => {
       const { private_key: key } = await t.business();
       const silver = await createTier(key, { name: 'Silver', points_threshold: 100, multiplier: 1.5 });
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
 
       const first = await transact(key, id, { type: 'earn', amount: 200, apply_multiplier: true });
       expect(first).toMatchObject({ type: 'earn', amount: 200, base_amount: 200, multiplier: 1, balance: 200 });
@@ -342,7 +335,7 @@ describe('tiers', () => {
 
     it('uses the held tier’s multiplier as it is now defined after a patch', async () => {
       const { key, silver } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       await transact(key, id, { type: 'earn', amount: 150 });
       const patched = await t.request('PATCH', `/api/v1/tiers/${silver.id}`, { key, body: { multiplier: 1.15, name: 'Argent' } });
       expect(patched.status, patched.text).toBe(200);
@@ -354,7 +347,7 @@ describe('tiers', () => {
 
     it('shows the current and next tier in the summary with the points still needed', async () => {
       const { key, bronze, silver, gold } = await programmeBusiness();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
 
       let s = await summary(key, id);
       expect(s.tier.current).toBeNull();
@@ -384,7 +377,7 @@ describe('tiers', () => {
 
     it('points_needed is never negative for a next tier already passed (a tier added below the balance)', async () => {
       const { private_key: key } = await t.business();
-      const id = await newCustomer(key);
+      const id = await t.newCustomer(key);
       await transact(key, id, { type: 'earn', amount: 300 });
       // The tier appears after the customer's earns: no evaluation has happened since.
       const silver = await createTier(key, { name: 'Silver', points_threshold: 100, multiplier: 1.5 });
@@ -399,14 +392,14 @@ describe('tiers', () => {
     it('filters customers by tier id', async () => {
       const { key, bronze, silver, gold } = await programmeBusiness();
       const other = await programmeBusiness();
-      const a = await newCustomer(key);
-      const b = await newCustomer(key);
-      const c = await newCustomer(key);
-      const none = await newCustomer(key);
+      const a = await t.newCustomer(key);
+      const b = await t.newCustomer(key);
+      const c = await t.newCustomer(key);
+      const none = await t.newCustomer(key);
       await transact(key, a, { type: 'earn', amount: 150 });
       await transact(key, b, { type: 'earn', amount: 700 });
       await transact(key, c, { type: 'earn', amount: 120 });
-      const inOther = await newCustomer(other.key);
+      const inOther = await t.newCustomer(other.key);
       await transact(other.key, inOther, { type: 'earn', amount: 150 });
 
       const ids = async (tierId: string) => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import pino from 'pino';
 import { provisionBusiness, type ProvisionedBusiness } from '../../src/cli/provision.js';
@@ -16,6 +17,8 @@ export interface TestApp {
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Every item of a list, following its `Link: rel="next"` pages (each must answer 200). */
   walk(key: string, path: string): Promise<any[]>;
+  /** Creates a customer through the API (201 or it throws) and returns its id; by default with an e-mail of its own. */
+  newCustomer(key: string, body?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -100,6 +103,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
         next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
       }
       return items;
+    },
+    async newCustomer(this: TestApp, key: string, body: Record<string, unknown> = { email: `customer-${randomUUID()}@example.com` }) {
+      const created = await this.request('POST', '/api/v1/customers', { key, body });
+      expect(created.status, created.text).toBe(201);
+      return created.body.id as string;
     },
     close: () => services.close(),
   };

@@ -49,7 +49,7 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, streams.customer(customerId)));
+  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
 }
 
 /** An event as a change appended it: what a request's answer is built from. */
