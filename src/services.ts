@@ -120,8 +120,9 @@ export async function createServices(options: ServicesOptions) {
   });
   const customers = customerCommands(deps);
   const lifecycle = lifecycleCommands(deps);
+  // The scheduler answers nobody: its appends need not wait for the read models (read-your-writes).
   const scheduler = new LifecycleScheduler(database.db, {
-    applyDue: applyDueThroughCommands(lifecycle),
+    applyDue: applyDueThroughCommands(lifecycleCommands({ ...deps, settle: async () => {} })),
     now: () => clock.now(),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,

@@ -301,8 +301,8 @@ async function lifecycleRow(tmp: string): Promise<Row> {
   log(`lifecycle: ${fmt(r.lots)} lots expired at ${fmt(r.expiredPerSecond)}/s; earns ${fmt(r.earnsDuring)}/s during vs ${fmt(r.earnsBefore)}/s before`);
   notes.push(
     `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`, its scheduler in the same process) ` +
-      `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant to the last one, ` +
-      `earns of the load customers in that window. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant.`,
+      `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
+      `earns of the load customers while both ran. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant.`,
   );
   return {
     scenario: `${fmt(r.lots)} lots due at once, expired by the scheduler while earns go on`,

@@ -80,26 +80,28 @@ export async function createStream<State, Event extends DomainEvent>(
       const initial = { state: decider.initialState(), revision: 'no_stream' as const };
       return [decidedWrite(stream, initial, decider, decide(initial.state), ctx)];
     },
-    answeredBy(ctx, (writes) => firstAppended({ writes }, stream)),
+    answeredBy(ctx, stream),
   );
   return firstAppended(written, stream);
 }
 
-/** The first event a change appended to `stream`: the one a request's answer is built from. */
-export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string): AnsweredEvent {
-  const event = written?.writes.find((w) => w.stream === stream)?.events[0];
+/**
+ * The first event a change appended to `stream` (of the types `answers` accepts): the one a
+ * request's answer is built from.
+ */
+export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string, answers: (type: string) => boolean = () => true): AnsweredEvent {
+  const event = written?.writes.find((w) => w.stream === stream)?.events.find((e) => answers(e.type));
   if (!event) throw new Error(`no event was appended to ${stream}`);
   return { streamId: stream, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
 }
 
 /**
  * The options that store the request's answer (`ctx.receipt`, when it has an Idempotency-Key) in
- * the append's own transaction, built from the event `answer` picks of the writes as finally
- * decided: the one the command returns (CONTRACT.md §5).
+ * the append's own transaction, built from the first event appended to `stream` (CONTRACT.md §5).
  */
-export function answeredBy(ctx: CommandContext, answer: (writes: AppendWrite[]) => AnsweredEvent): WriteOptions {
+export function answeredBy(ctx: CommandContext, stream: string, answers?: (type: string) => boolean): WriteOptions {
   const { receipt } = ctx;
-  return { receipt: receipt && ((writes) => receipt(answer(writes))) };
+  return { receipt: receipt && ((writes) => receipt(firstAppended({ writes }, stream, answers))) };
 }
 
 async function decideAndQueue(

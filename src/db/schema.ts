@@ -118,6 +118,8 @@ export interface LedgerEntriesTable {
   metadata: Json;
   created_at: Timestamp;
   seq: Generated<number>;
+  /** A debit's lot shares: as its event recorded them, or as they were planned for an event that recorded none. */
+  lots: ColumnType<Array<{ transaction_id: string; amount: number }> | null, string | null, string | null>;
 }
 
 export interface IdempotencyKeysTable {

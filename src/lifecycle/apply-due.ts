@@ -1,5 +1,4 @@
-import type { LifecycleCommands } from '../commands/customer/lifecycle-commands.js';
-import type { CustomerEvent } from '../commands/customer/customer-state.js';
+import type { AppliedDue, LifecycleCommands } from '../commands/index.js';
 import type { ApplyDue, DoneWork } from './scheduler.js';
 
 /**
@@ -20,7 +19,7 @@ export function applyDueThroughCommands(lifecycle: Pick<LifecycleCommands, 'appl
   };
 }
 
-function doneWork(event: CustomerEvent): DoneWork {
+function doneWork(event: AppliedDue['events'][number]): DoneWork {
   switch (event.type) {
     case 'PointsReleased':
       return { type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.released_at };

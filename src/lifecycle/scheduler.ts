@@ -92,7 +92,7 @@ export class LifecycleScheduler {
   async runOnce(): Promise<CustomerRun[]> {
     const claimed = await this.claim();
     const runs: CustomerRun[] = [];
-    const concurrency = this.options.concurrency ?? 16;
+    const concurrency = this.options.concurrency ?? 32;
     let next = 0;
     const worker = async () => {
       while (next < claimed.length) {

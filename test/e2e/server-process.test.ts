@@ -122,7 +122,7 @@ describe('the server process', () => {
     const summary = await call('GET', `/api/v1/customers/${id}/summary`);
     expect(summary.status).toBe(200);
     expect(summary.body.customer).toMatchObject({ id, email: 'ada@example.com', first_name: 'Ada' });
-    expect(summary.body.points).toEqual({ balance: 100, lifetime_earned: 120, lifetime_redeemed: 20 });
+    expect(summary.body.points).toEqual({ balance: 100, lifetime_earned: 120, lifetime_redeemed: 20, pending: 0, lifetime_expired: 0, next_expiring: null });
     expect(summary.body.recent_activity.map((a: { type: string; amount: number }) => [a.type, a.amount])).toEqual([
       ['deduct', 20],
       ['earn', 120],

@@ -342,6 +342,26 @@ describe('points lifecycle', () => {
     });
   });
 
+  it('answers a command preceded by due work with its own record, and replays that answer under its Idempotency-Key', async () => {
+    const b = await t.business();
+    const c = await newCustomer(b);
+    await ok(b, c, { type: 'earn', amount: 40, available_at: later(1) });
+    advance(2);
+    const send = () =>
+      t.request('POST', `/api/v1/customers/${c}/points/transaction`, {
+        key: b.private_key,
+        body: { type: 'deduct', amount: 15 },
+        headers: { 'idempotency-key': `due-first-${c}` },
+      });
+    const first = await send();
+    expect(first.status, first.text).toBe(201);
+    expect(first.body).toMatchObject({ type: 'deduct', amount: 15, balance: 25 });
+    const again = await send();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    expect((await stream(b, c)).map((e) => e.type).slice(-2)).toEqual(['PointsReleased', 'PointsDeducted']);
+  });
+
   it('sends the expiring notice at once for a lot made inside the notice window, answering the earn itself', async () => {
     const b = await t.business();
     const c = await newCustomer(b);

@@ -1,4 +1,7 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customersProjector } from '../../src/projections/customers/customers-projector.js';
+import { rebuildProjection } from '../../src/projections/rebuild.js';
 import type { CommandContext } from '../../src/events/metadata.js';
 import { streams } from '../../src/events/streams.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -173,5 +176,31 @@ describe('lifecycle scheduler (injected clock)', () => {
     const downgraded = mine.find((r) => r.payload.type === 'tier.downgraded')!.payload.data;
     expect(downgraded).toMatchObject({ customer_id: id, previous_tier: { name: 'Silver' }, new_tier: null });
     expect(await get(`/api/v1/customers/${id}`)).toMatchObject({ tier: null });
+  });
+
+  it('counts the points needed for the next tier within the rolling window', async () => {
+    // The business qualifies on a rolling 30-day window (the test before set it), Silver at 100.
+    at = T0 + 100 * DAY;
+    const id = await customer('rolling-summary@example.com');
+    await earn(id, 60);
+    expect((await get(`/api/v1/customers/${id}/summary`)).tier.next).toMatchObject({ name: 'Silver', points_needed: 40 });
+    at = T0 + 131 * DAY; // the credit left the window
+    expect((await get(`/api/v1/customers/${id}/summary`)).tier.next).toMatchObject({ name: 'Silver', points_needed: 100 });
+  });
+
+  it('rebuilds lots, customers and the ledger row for row from what the decider and the scheduler wrote', async () => {
+    const tables = async () => {
+      const out: Record<string, unknown[]> = {};
+      for (const [table, order] of [['lots', 'seq'], ['customers', 'id'], ['ledger_entries', 'seq'], ['tier_changes', 'seq']] as const) {
+        const { rows } = await sql<Record<string, unknown>>`select * from ${sql.table(table)} order by ${sql.raw(order)}`.execute(t.services.db);
+        out[table] = rows.map(({ seq: _seq, ...row }) => JSON.parse(JSON.stringify(row)));
+      }
+      return out;
+    };
+    await t.services.projections.catchUp();
+    const live = await tables();
+    expect((live.lots as unknown[]).length).toBeGreaterThan(5);
+    await rebuildProjection(t.services.db, t.services.store, customersProjector, { batchSize: 7 });
+    expect(await tables()).toEqual(live);
   });
 });

@@ -11,6 +11,8 @@ import { Projections } from '../../src/projections/projections.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { openTestDatabase } from '../support/test-database.js';
 import { LotBookFixture } from '../support/lot-history.js';
+import { evolveCustomer, initialCustomerState } from '../../src/commands/customer/customer-state.js';
+import { decodeAll } from '../../src/events/decode.js';
 
 type TestDatabase = Awaited<ReturnType<typeof openTestDatabase>>;
 let handle: TestDatabase;
@@ -181,4 +183,32 @@ describe('lots read model (customers projector)', () => {
     ]);
   });
 
+
+  it('keeps the lots the decider folds from debits and a cancellation written before lots existed (no shares recorded)', async () => {
+    const legacy = 'cus_lots_legacy';
+    // As written before lots: no times on credits, no shares on debits or the cancellation.
+    const events = [
+      { type: 'CustomerRegistered', data: { customer_id: legacy, business_id: BUSINESS, email: 'old@example.com', phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} } },
+      { type: 'PointsEarned', data: { transaction_id: 'txn_old1', amount: 30, balance: 30, description: null, reference: null, metadata: {}, base_amount: 30, multiplier: 1 } },
+      { type: 'PointsEarned', data: { transaction_id: 'txn_old2', amount: 50, balance: 80, description: null, reference: null, metadata: {}, base_amount: 50, multiplier: 1 } },
+      { type: 'RewardRedeemed', data: { redemption_id: 'red_old', reward_id: 'rew_1', reward_title: 'Coffee', reward_type: 'physical', points_cost: 40, reference: null, metadata: {}, balance: 40 } },
+      { type: 'PointsDeducted', data: { transaction_id: 'txn_old3', amount: 25, balance: 15, description: null, reference: null, metadata: {} } },
+      { type: 'RedemptionCancelled', data: { transaction_id: 'txn_old4', redemption_id: 'red_old', reward_id: 'rew_1', points_cost: 40, balance: 55 } },
+    ];
+    for (const [n, event] of events.entries()) {
+      const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date(T0 + n * 1000) };
+      // Appended one by one, so the cancellation's batch may not hold its redemption.
+      await store.append([{ stream: streams.customer(legacy), expected: n === 0 ? 'no_stream' : n - 1, events: withMetadata([event as CustomerEvent], ctx) }]);
+      await new Projections(handle.db, store, PROJECTORS).catchUp();
+    }
+    const folded = (await store.readStream(streams.customer(legacy))).reduce(
+      (state, e) => evolveCustomer(state, { ...(decodeAll([e])[0] as unknown as CustomerEvent), recordedAt: e.recordedAt }),
+      initialCustomerState(),
+    );
+    const lots = (await rows('lots')).filter((l) => l.customer_id === legacy);
+    expect(lots.map((l) => [l.transaction_id, Number(l.remaining), Number(l.spent), l.status])).toEqual(
+      folded.lots.map((l) => [l.transactionId, l.remaining, l.spent, l.status]),
+    );
+    expect(lots.map((l) => Number(l.remaining))).toEqual([30, 25]); // the cancellation gave its 30 + 10 back where they came from
+  });
 });

@@ -64,7 +64,7 @@ export function customerCommands(deps: CommandDeps) {
         }
         writes.push(await planWrite(load, ctx, customerId));
         return writes;
-      }, answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
+      }, answeredBy(ctx, streams.customer(customerId)));
       return firstCustomerEvent(written, customerId);
     },
 

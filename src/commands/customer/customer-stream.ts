@@ -49,8 +49,12 @@ export function changeCustomer(
   decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
   alsoLock: string[] = [],
 ): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
+  const stream = streams.customer(customerId);
+  return write(deps, [...alsoLock, stream], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, stream, isAnswer));
 }
+
+/** Due work decided before a command's own events (releases, expiries, notices, downgrades) is never its answer. */
+const isAnswer = (type: string) => !DUE_EVENT_TYPES.has(type);
 
 /** An event as a change appended it: what a request's answer is built from. */
 export type RecordedEvent = AnsweredEvent;
@@ -60,10 +64,7 @@ export type RecordedEvent = AnsweredEvent;
  * was made for): due work decided before it (releases, expiries, notices, downgrades) is not the answer.
  */
 export function firstCustomerEvent(written: { writes: AppendWrite[] } | null, customerId: string): RecordedEvent {
-  const streamId = streams.customer(customerId);
-  const event = written?.writes.find((w) => w.stream === streamId)?.events.find((e) => !DUE_EVENT_TYPES.has(e.type));
-  if (!event) throw new Error(`no event was appended to customer ${customerId}`);
-  return { streamId, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
+  return firstAppended(written, streams.customer(customerId), isAnswer);
 }
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */

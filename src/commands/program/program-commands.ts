@@ -65,7 +65,7 @@ export function programCommands(deps: CommandDeps) {
         const program = await load(stream, programDecider);
         return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state), ctx)];
       },
-      answeredBy(ctx, (writes) => firstAppended({ writes }, stream)),
+      answeredBy(ctx, stream),
     );
   }
 

@@ -33,6 +33,10 @@ export const migration: Migration = {
     // The lots a debit may still take from or that still expire: what a batch loads and the next expiry reads.
     await sql`create index lots_open on lots (customer_id, expires_at) where remaining > 0`.execute(db);
 
+    // A debit's lot shares (recorded, or planned for a debit written before lots existed): a
+    // cancellation that recorded none gives back what its redemption took.
+    await sql`alter table ledger_entries add column lots jsonb`.execute(db);
+
     await sql`
       alter table customers
         add column points_pending bigint not null default 0,

@@ -155,6 +155,12 @@ export const customerRoutes = createRouter()
       if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
       const next = customer.next_tier;
+      // Rolling qualification: the next tier is reached by the points credited within the window.
+      const { tier_qualification: qualification } = (await c.var.services.commands.program.settings(customer.business_id)).settings;
+      const qualifying =
+        qualification.mode === 'rolling' && qualification.window_days !== null
+          ? await c.var.services.queries.customers.qualifyingPoints(customer.id, c.var.clock.now(), qualification.window_days)
+          : customer.lifetime_earned;
       return c.json(
         {
           customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
@@ -173,7 +179,7 @@ export const customerRoutes = createRouter()
                   id: next.id,
                   name: next.name,
                   points_threshold: next.points_threshold,
-                  points_needed: Math.max(0, next.points_threshold - customer.lifetime_earned),
+                  points_needed: Math.max(0, next.points_threshold - qualifying),
                 }
               : null,
           },

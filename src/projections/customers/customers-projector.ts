@@ -2,7 +2,8 @@ import { sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
 import { insertRows } from '../insert-rows.js';
-import { defineProjector, type ProjectedEventOf } from '../projector.js';
+import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
+import type { LotShare } from '../../events/customer-events.js';
 import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
 import { LOT_COLUMNS, LOT_UPSERT, LotBook } from './lot-book.js';
 
@@ -73,6 +74,7 @@ const LEDGER_COLUMNS = {
   reference: 'text',
   metadata: 'jsonb',
   created_at: 'timestamptz',
+  lots: 'jsonb',
 };
 const RECORDED_EVENT_COLUMNS = {
   id: 'text',
@@ -108,6 +110,8 @@ interface Batch {
   tierChanges: Record<string, unknown>[];
   net: Map<string, NetChange>;
   lots: LotBook;
+  /** The shares of redemptions that recorded none (planned here), for their cancellations: by redemption id. */
+  plannedShares: Map<string, LotShare[]>;
 }
 
 /**
@@ -133,6 +137,7 @@ export const customersProjector = defineProjector<Batch>({
     tierChanges: [],
     net: new Map(),
     lots: await LotBook.load(trx, events),
+    plannedShares: await plannedSharesOf(trx, events),
   }),
   on: {
     CustomerRegistered({ data, recordedAt }, batch) {
@@ -210,22 +215,27 @@ export const customersProjector = defineProjector<Batch>({
       creditLot(event, batch, event.data.transaction_id, event.data.amount);
     },
     PointsAdjusted(event, batch) {
-      addLedgerLine(event, batch);
       const { data } = event;
+      const taken = data.amount < 0 ? batch.lots.debit(streams.customerIdOf(event.streamId), data.lots, -data.amount) : null;
+      addLedgerLine(event, batch, taken);
       if (data.amount > 0) creditLot(event, batch, data.transaction_id, data.amount);
-      if (data.amount < 0) batch.lots.debit(streams.customerIdOf(event.streamId), data.lots, -data.amount);
     },
     PointsDeducted(event, batch) {
-      addLedgerLine(event, batch);
-      batch.lots.debit(streams.customerIdOf(event.streamId), event.data.lots, event.data.amount);
+      addLedgerLine(event, batch, batch.lots.debit(streams.customerIdOf(event.streamId), event.data.lots, event.data.amount));
     },
     RewardRedeemed(event, batch) {
-      addLedgerLine(event, batch);
-      if (event.data.points_cost > 0) batch.lots.debit(streams.customerIdOf(event.streamId), event.data.lots, event.data.points_cost);
+      const { data } = event;
+      const taken = data.points_cost > 0 ? batch.lots.debit(streams.customerIdOf(event.streamId), data.lots, data.points_cost) : null;
+      if (taken && !data.lots) batch.plannedShares.set(data.redemption_id, taken);
+      addLedgerLine(event, batch, taken);
     },
     RedemptionCancelled(event, batch) {
+      const { data } = event;
       addLedgerLine(event, batch);
-      if (event.data.points_cost > 0) batch.lots.giveBack(streams.customerIdOf(event.streamId), event.data.lots, event.data.points_cost);
+      if (data.points_cost === 0) return;
+      const shares = data.lots ?? batch.plannedShares.get(data.redemption_id);
+      if (!shares) throw new Error(`redemption ${data.redemption_id}: cancelled, but its shares are nowhere`);
+      batch.lots.giveBack(streams.customerIdOf(event.streamId), shares);
     },
     PointsReleased(event, batch) {
       addLedgerLine(event, batch);
@@ -291,6 +301,18 @@ async function refreshNextExpiring(trx: Transaction<Database>, customerIds: stri
     where c.id = n.id`.execute(trx);
 }
 
+/**
+ * The shares of the redemptions that the batch's cancellations recorded none for (written before
+ * lots existed): as their redemptions' ledger lines keep them. Those made in the batch itself are
+ * added as their redemptions are projected.
+ */
+async function plannedSharesOf(trx: Transaction<Database>, events: readonly ProjectedEvent[]): Promise<Map<string, LotShare[]>> {
+  const ids = events.flatMap((e) => (e.type === 'RedemptionCancelled' && !e.data.lots && e.data.points_cost > 0 ? [e.data.redemption_id] : []));
+  if (ids.length === 0) return new Map();
+  const rows = await trx.selectFrom('ledger_entries').select(['id', 'lots']).where('id', 'in', ids).where('type', '=', 'redemption').execute();
+  return new Map(rows.flatMap((r) => (r.lots ? [[r.id, r.lots] as const] : [])));
+}
+
 /** A credit's lot (none for 0 points). */
 function creditLot(
   event: ProjectedEventOf<'PointsEarned' | 'PointsAdjusted' | 'EventRecorded'>,
@@ -314,8 +336,11 @@ function netOf(net: Map<string, NetChange>, customerId: string): NetChange {
   return change;
 }
 
-/** A balance change: its ledger line (none for 0 points), and the customer's net change in this batch. */
-function addLedgerLine(event: LedgerSource & { metadata: { business_id: string } }, batch: Batch): NetChange {
+/**
+ * A balance change: its ledger line (none for 0 points) — a debit's with the lot shares it took —
+ * and the customer's net change in this batch.
+ */
+function addLedgerLine(event: LedgerSource & { metadata: { business_id: string } }, batch: Batch, lots: LotShare[] | null = null): NetChange {
   const entry = ledgerEntryFromEvent(event);
   const change = netOf(batch.net, streams.customerIdOf(event.streamId));
   if (!entry) return change;
@@ -338,6 +363,7 @@ function addLedgerLine(event: LedgerSource & { metadata: { business_id: string }
     reference: entry.reference,
     metadata: entry.metadata,
     created_at: entry.created_at,
+    lots,
   });
   return change;
 }

@@ -1,7 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import {
   applyReversal,
-  consumptionOrder,
   creditLot,
   expireLot,
   type Lot,
@@ -74,22 +73,25 @@ export class LotBook {
     this.change(customerId, (lots) => creditLot(lots, lot));
   }
 
-  /** A debit takes its recorded shares; one written before lots existed is planned as the decider plans it. */
-  debit(customerId: string, shares: readonly LotShare[] | undefined, amount: number): void {
+  /**
+   * A debit takes its recorded shares; one written before lots existed is planned as the decider
+   * plans it. The shares taken (kept on the debit's ledger line: a cancellation of a redemption
+   * that recorded none gives back what it was planned to take).
+   */
+  debit(customerId: string, shares: readonly LotShare[] | undefined, amount: number): LotShare[] {
+    let taken: LotShare[] = [];
     this.change(customerId, (lots) => {
-      const taken = shares ?? planDebit(lots, amount);
-      if (!taken) throw new Error(`customer ${customerId}: a debit of ${amount} is more than its lots hold`);
-      return takeShares(lots, taken);
+      const planned = shares ?? planDebit(lots, amount);
+      if (!planned) throw new Error(`customer ${customerId}: a debit of ${amount} is more than its lots hold`);
+      taken = [...planned];
+      return takeShares(lots, planned);
     });
+    return taken;
   }
 
-  /**
-   * A cancelled redemption's points go back to the lots it took from. One written before lots
-   * existed did not record them: its points go back to the lots spent last (the reverse of the
-   * consumption order), which no expiry could tell apart then.
-   */
-  giveBack(customerId: string, shares: readonly LotShare[] | undefined, amount: number): void {
-    this.change(customerId, (lots) => returnShares(lots, shares ?? lastSpent(lots, amount)));
+  /** A cancelled redemption's points go back to the lots it took from (recorded, or as its redemption was planned). */
+  giveBack(customerId: string, shares: readonly LotShare[]): void {
+    this.change(customerId, (lots) => returnShares(lots, shares));
   }
 
   release(customerId: string, transactionId: string): void {
@@ -166,7 +168,10 @@ export class LotBook {
 function lotsNamedBy(event: ProjectedEvent): string[] | 'open lots' {
   switch (event.type) {
     case 'RewardRedeemed':
+      if (event.data.points_cost === 0) return [];
+      return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
     case 'RedemptionCancelled':
+      // One that recorded no shares gives back its redemption's (read from its ledger line): those lots, and any open.
       if (event.data.points_cost === 0) return [];
       return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
     case 'PointsDeducted':
@@ -183,20 +188,6 @@ function lotsNamedBy(event: ProjectedEvent): string[] | 'open lots' {
     default:
       return [];
   }
-}
-
-/** Shares of `amount` from the lots spent last, for a return that did not record where its points came from. */
-function lastSpent(lots: readonly Lot[], amount: number): Share[] {
-  const shares: Share[] = [];
-  let left = amount;
-  for (const lot of lots.filter((l) => l.spent > 0).sort(consumptionOrder).reverse()) {
-    if (left === 0) break;
-    const given = Math.min(left, lot.spent);
-    shares.push({ transaction_id: lot.transactionId, amount: given });
-    left -= given;
-  }
-  if (left > 0) throw new Error(`a return of ${amount} is more than the lots had spent`);
-  return shares;
 }
 
 const pendingOf = (lot: Lot) => (lot.status === 'pending' ? lot.remaining : 0);
