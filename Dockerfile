@@ -24,8 +24,8 @@ RUN ln -s /app/dist/cli.js /usr/local/bin/loyalty && chmod +x /app/dist/cli.js \
 VOLUME ["/app/data"]
 USER node
 EXPOSE 3000
-# The HTTP roles answer /healthz; `serve --role workers` has no HTTP, so its container is checked by
-# its compose healthcheck instead (docker-compose.yml).
+# Every role answers /healthz on PORT: `serve --role workers` serves it (with /readyz and /metrics,
+# no API) and answers 503 when its projection or webhook delivery loop has stalled.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["loyalty", "serve"]

@@ -62,6 +62,11 @@ export const ERROR_CODES = {
   webhook_not_found: { status: 404, when: 'No webhook endpoint with this id in the key’s business.', action: 'Check the id.' },
   key_not_found: { status: 404, when: 'No API key with this id in the key’s business.', action: 'Check the id.' },
   redemption_not_found: { status: 404, when: 'No redemption with this id for this customer.', action: 'Check both ids.' },
+  transaction_not_found: {
+    status: 404,
+    when: 'A reversal names a transaction this customer does not have.',
+    action: 'Check both ids: the credit’s `id` (`txn_…` of an earn or adjust, `evt_…` of an event).',
+  },
   method_not_allowed: {
     status: 405,
     when: 'The path exists but not with this method; the `Allow` header lists the methods it takes.',
@@ -120,6 +125,16 @@ export const ERROR_CODES = {
     status: 422,
     when: 'An event’s rules award more than 1,000,000,000 points, or a balance or lifetime total would pass 2^53 − 1.',
     action: 'Check the rules or the amount.',
+  },
+  transaction_not_reversible: {
+    status: 422,
+    when: 'A reversal names a transaction that is not a credit (a deduction, negative adjust, redemption, release, expiry or reversal); nothing was recorded.',
+    action: 'Reverse the earn, adjust or event that credited the points.',
+  },
+  reversal_exceeds_credit: {
+    status: 422,
+    when: 'A reversal asks for more than the credit’s points not reversed yet; nothing was recorded.',
+    action: 'What can still be reversed is in `reversible_amount`.',
   },
   idempotency_key_reused: {
     status: 422,

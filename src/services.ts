@@ -2,8 +2,10 @@ import pino, { type Logger } from 'pino';
 import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
 import { businessCommands } from './commands/business/business-commands.js';
 import type { CommandDeps } from './commands/command-deps.js';
+import { ConflictRetries } from './commands/conflict-retries.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { eventCommands } from './commands/customer/event-commands.js';
+import { lifecycleCommands } from './commands/customer/lifecycle-commands.js';
 import { redemptionCommands } from './commands/customer/redemption-commands.js';
 import { programCommands } from './commands/program/program-commands.js';
 import { rewardCommands } from './commands/reward/reward-commands.js';
@@ -30,6 +32,8 @@ import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher
 import { webhookSecrets } from './webhooks/secrets.js';
 import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
+import { LifecycleScheduler, type SchedulerOptions } from './lifecycle/scheduler.js';
+import { applyDueThroughCommands } from './lifecycle/apply-due.js';
 
 export interface ServicesOptions {
   config: Config;
@@ -40,6 +44,8 @@ export interface ServicesOptions {
   runProjections?: boolean;
   /** With runProjections: also deliver webhooks (default true). Tests drive the dispatcher by hand. */
   runDispatcher?: boolean;
+  /** With runProjections: also run the lifecycle scheduler (default true). Tests move the clock and drive it by hand. */
+  runScheduler?: boolean;
   /**
    * Other processes run the projection loops (`serve --role api`): read-your-writes waits for their
    * checkpoints in PostgreSQL instead of applying events itself.
@@ -47,6 +53,8 @@ export interface ServicesOptions {
   projectionsElsewhere?: boolean;
   /** Overrides for the webhook dispatcher. */
   dispatcher?: Partial<DispatcherOptions>;
+  /** Overrides for the lifecycle scheduler (batch size, concurrency). */
+  scheduler?: Partial<SchedulerOptions>;
   /** Where time comes from, everywhere (default: the system clock). */
   clock?: Clock;
   /** Where ids come from, everywhere (default: `newId`). */
@@ -81,15 +89,17 @@ export async function createServices(options: ServicesOptions) {
   const processMark = await ProcessMark.take(database, logger);
   const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
   const store = eventLog.store;
+  const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {
     logger,
+    now: () => clock.now(),
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
   });
   const access = accessQueries(database.db);
   const principals = new PrincipalCache();
-  const clock = options.clock ?? systemClock;
   const ids = options.ids ?? newId;
+  const conflicts = new ConflictRetries();
   const deps: CommandDeps = {
     store,
     ids,
@@ -97,6 +107,7 @@ export async function createServices(options: ServicesOptions) {
     locks: new KeyedLock(),
     cache: new StateCache(10_000, snapshotStore(database.db)),
     settle: (p) => projections.settle(p),
+    conflicts,
   };
   const secrets = webhookSecrets(database.db);
   const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
@@ -111,9 +122,21 @@ export async function createServices(options: ServicesOptions) {
     claimMs: config.claimLeaseMs,
     ...options.dispatcher,
   });
+  const customers = customerCommands(deps);
+  const lifecycle = lifecycleCommands(deps);
+  // The scheduler answers nobody: its appends need not wait for the read models (read-your-writes).
+  const scheduler = new LifecycleScheduler(database.db, {
+    applyDue: applyDueThroughCommands(lifecycleCommands({ ...deps, settle: async () => {} })),
+    now: () => clock.now(),
+    holder: processMark.id,
+    claimMs: config.claimLeaseMs,
+    logger,
+    ...options.scheduler,
+  });
   if (options.runProjections) {
     projections.start();
     if (options.runDispatcher ?? true) dispatcher.start();
+    if (options.runScheduler ?? true) scheduler.start();
   }
 
   return {
@@ -129,11 +152,12 @@ export async function createServices(options: ServicesOptions) {
     commands: {
       businesses: businessCommands(deps),
       apiKeys: apiKeyCommands(deps, { keyManagers: (businessId) => access.keyManagerIds(businessId) }),
-      customers: customerCommands(deps),
+      customers,
       program: programCommands(deps),
       rewards: rewardCommands(deps),
       events: eventCommands(deps),
       redemptions: redemptionCommands(deps),
+      lifecycle,
       webhooks,
     },
     queries: {
@@ -144,6 +168,10 @@ export async function createServices(options: ServicesOptions) {
       stats: statsQueries(database.db),
     },
     dispatcher,
+    /** The lifecycle scheduler (CONTRACT.md §13): due work by the `customer_due` index. */
+    scheduler,
+    /** Changes decided again because another writer moved a stream first (`/metrics`). */
+    conflicts,
     principals,
     /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
     async keysRevoked(): Promise<void> {
@@ -151,6 +179,7 @@ export async function createServices(options: ServicesOptions) {
       await options.forgetPrincipals?.();
     },
     async close() {
+      await scheduler.stop();
       await dispatcher.stop();
       await projections.stop();
       await eventLog.close();

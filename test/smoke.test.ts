@@ -18,6 +18,6 @@ describe('walking skeleton', () => {
     });
     expect(earn.status).toBe(201);
     const summary = await t.request('GET', `/api/v1/customers/${created.body.id}/summary`, { key });
-    expect(summary.body.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0 });
+    expect(summary.body.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
   });
 });

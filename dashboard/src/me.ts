@@ -1,15 +1,9 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 
-export interface Me {
-  id: string;
-  type: 'private' | 'public';
-  name: string | null;
-  key_hint: string;
-  permissions: string[];
-  created_at: string;
-  business: { id: string; name: string; plan: 'free' | 'unlimited'; created_at: string };
-}
+import type { Me } from './types.js';
+
+export type { Me };
 
 export const MeContext = createContext<Me | null>(null);
 

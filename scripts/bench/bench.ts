@@ -12,7 +12,11 @@
  *   BENCH_HISTORY_EVENTS  prior events of the long-history customer (100000)
  *   BENCH_CUSTOMERS       distinct customers the earn and summary loads spread over (1000)
  *   BENCH_REBUILD_EVENTS  events in the log that `loyalty projections rebuild` replays (1000000)
+ *   BENCH_LIFECYCLE_LOTS  lots due at once in the lifecycle row (100000)
+ *   BENCH_EXPORT_LINES    ledger lines that `loyalty export ledger` writes (1000000)
  *   BENCH_ONLY=rebuild    only the projection rebuild row (no pgbench, no server)
+ *   BENCH_ONLY=export     only the export row (no pgbench, no server)
+ *   BENCH_ONLY=lifecycle  only the lifecycle row (its own server and database; no pgbench)
  *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
  *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
  *   BENCH_SERVER=source   run the server as `node --import tsx src/cli.ts` instead of building dist/
@@ -43,8 +47,11 @@ import {
   measureAppendCeiling,
   sampleActivity,
   serverInfo,
+  waitForProjections,
   withClient,
 } from './postgres.js';
+import { measureLifecycle } from './lifecycle.js';
+import { EXPORT_HEAP_MB, measureExport } from './export.js';
 import { earnOnePoint, measureRebuild } from './rebuild.js';
 import { buildService, initStore, type Keys, REPO_ROOT, SERVER_MODE, ServerProcess, type Store } from './service.js';
 
@@ -62,6 +69,8 @@ const settings = {
   historyEvents: envInt('BENCH_HISTORY_EVENTS', 100_000),
   customers: envInt('BENCH_CUSTOMERS', 1000),
   rebuildEvents: envInt('BENCH_REBUILD_EVENTS', 1_000_000),
+  lifecycleLots: envInt('BENCH_LIFECYCLE_LOTS', 100_000),
+  exportLines: envInt('BENCH_EXPORT_LINES', 1_000_000),
   only: process.env.BENCH_ONLY,
   profile: process.env.BENCH_PROFILE === '1',
   keep: process.env.BENCH_KEEP === '1',
@@ -124,6 +133,13 @@ async function main() {
 
   if (settings.only === 'rebuild') {
     rows.push(await rebuildRow());
+  rows.push(await exportRow(tmp));
+    machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    printReport(machine, null, (performance.now() - started) / 1000);
+    return;
+  }
+  if (settings.only === 'export') {
+    rows.push(await exportRow(tmp));
     machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
@@ -134,7 +150,13 @@ async function main() {
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
   }
-  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild' and 'processes'`);
+  if (settings.only === 'lifecycle') {
+    rows.push(await lifecycleRow(tmp));
+    machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    printReport(machine, null, (performance.now() - started) / 1000);
+    return;
+  }
+  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild', 'export', 'processes' and 'lifecycle'`);
 
   // 1. The PostgreSQL ceiling for the smallest append.
   log(`pgbench: 32 clients, ${settings.pgbenchSeconds} s, 100,000 streams`);
@@ -270,6 +292,9 @@ async function main() {
   rows.push(await soak(soakServer, keys, customers, halfRate, ratio));
   await soakServer.stop();
 
+  // Row 7b: lots due at once, expired by the workers' scheduler while earns go on.
+  rows.push(await lifecycleRow(tmp));
+
   // Row 8: embedded PGlite.
   rows.push(await embedded(tmp, ratio));
 
@@ -278,6 +303,27 @@ async function main() {
   printReport(machine, ceiling, totalSeconds);
 
   if (settings.profile) await profileRun(tmp);
+}
+
+/** Row 7b: BENCH_LIFECYCLE_LOTS lots due at once (see lifecycle.ts). */
+async function lifecycleRow(tmp: string): Promise<Row> {
+  const r = await measureLifecycle(tmp, { lots: settings.lifecycleLots, loadCustomers: settings.customers, seconds: settings.shortSeconds }, log);
+  const keep = r.earnsDuring / r.earnsBefore;
+  log(`lifecycle: ${fmt(r.lots)} lots expired at ${fmt(r.expiredPerSecond)}/s; earns ${fmt(r.earnsDuring)}/s during vs ${fmt(r.earnsBefore)}/s before`);
+  notes.push(
+    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`, its scheduler in the same process) ` +
+      `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
+      `earns of the load customers while both ran. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant.`,
+  );
+  return {
+    scenario: `${fmt(r.lots)} lots due at once, expired by the scheduler while earns go on`,
+    measured:
+      `${fmt(r.expiredPerSecond)} lots/s (${fmt(r.expirySeconds, 1)} s; each lot expired ${r.exactlyOnce ? 'exactly once' : 'NOT exactly once'}); ` +
+      `earns ${fmt(r.earnsDuring)}/s meanwhile = ${fmt(keep * 100)}% of ${fmt(r.earnsBefore)}/s before`,
+    target: '≥ 5,000 lots/s; earns ≥ 80%',
+    ratio: '—',
+    pass: r.expiredPerSecond >= 5000 && keep >= 0.8 && r.exactlyOnce,
+  };
 }
 
 /** The commit the service was built from, and whether src/ had uncommitted changes. */
@@ -306,6 +352,25 @@ async function rebuildRow(): Promise<Row> {
     target: '≥ 20,000 events/s',
     ratio: '—',
     pass: r.eventsPerSecond >= 20_000 && r.check.exact,
+  };
+}
+
+/** `loyalty export ledger` of BENCH_EXPORT_LINES lines to a file, under a capped heap (see export.ts). */
+async function exportRow(tmp: string): Promise<Row> {
+  const r = await measureExport(settings.exportLines, tmp, log);
+  const mb = (n: number) => `${fmt(n)} MB`;
+  log(`export: ${fmt(r.ledger.lines)} lines in ${r.ledger.seconds.toFixed(1)} s, peak RSS ${mb(r.ledger.peakRssMb)} (customers: ${mb(r.small.peakRssMb)})`);
+  notes.push(
+    `Export: ${fmt(r.ledger.lines)} ledger lines over ${fmt(r.customers)} customers written into the read models by SQL in ${fmt(r.seedSeconds, 1)} s (no ANALYZE, as after a bulk load); ` +
+      `then \`loyalty export ledger --format csv --output FILE\` as its own process with \`--max-old-space-size=${EXPORT_HEAP_MB}\` (start-up, catch-up check and count included): ` +
+      `${fmt(r.ledger.bytes / 2 ** 20)} MiB written; \`loyalty export customers\` of the same store (${fmt(r.small.lines)} rows, heap not capped) took ${fmt(r.small.seconds, 1)} s and peaked at ${mb(r.small.peakRssMb)}.`,
+  );
+  return {
+    scenario: `\`loyalty export ledger\` of ${fmt(r.ledger.lines)} lines as CSV (the CLI process)`,
+    measured: `${fmt(r.ledger.linesPerSecond)} lines/s (${fmt(r.ledger.seconds, 1)} s), peak RSS ${mb(r.ledger.peakRssMb)} under a ${EXPORT_HEAP_MB} MB heap (a ${fmt(r.small.lines)}-row export: ${mb(r.small.peakRssMb)}); file ${r.exact ? 'exact' : 'NOT EXACT'}`,
+    target: `constant memory: completes with the heap capped at ${EXPORT_HEAP_MB} MB`,
+    ratio: '—',
+    pass: r.exact,
   };
 }
 
@@ -497,22 +562,6 @@ async function quiesce(dbName: string): Promise<void> {
     previous = now;
   }
   if (!(await waitForProjections(dbName, 60))) throw new Error('the read models did not catch up within 60 s after the load stopped');
-}
-
-/** Waits until every projection checkpoint has passed the last event of the log; false on timeout. */
-async function waitForProjections(dbName: string, timeoutSeconds: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
-  return withClient(async (c) => {
-    for (;;) {
-      const { rows } = await c.query<{ behind: string }>(
-        `select count(*) as behind from projection_checkpoints
-          where global_position < (select coalesce(max(global_position), 0) from events)`,
-      );
-      if (Number(rows[0]!.behind) === 0) return true;
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }, dbName);
 }
 
 /** Row 7: half load for BENCH_SOAK_SECONDS, the server's RSS sampled from /proc every 5 s. */

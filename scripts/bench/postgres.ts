@@ -184,3 +184,19 @@ export async function databaseCounters(database: string): Promise<DatabaseCounte
     };
   });
 }
+
+/** Waits until every projection checkpoint has passed the last event of the log; false on timeout. */
+export async function waitForProjections(dbName: string, timeoutSeconds: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return withClient(async (c) => {
+    for (;;) {
+      const { rows } = await c.query<{ behind: string }>(
+        `select count(*) as behind from projection_checkpoints
+          where global_position < (select coalesce(max(global_position), 0) from events)`,
+      );
+      if (Number(rows[0]!.behind) === 0) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, dbName);
+}

@@ -56,7 +56,8 @@ export async function measureRebuild(events: number, log: (message: string) => v
 
 /** Each customer: a registration and earns of 1 point, `total` events in all. */
 export async function seedCustomers(dbName: string, businessId: string, customers: number, total: number): Promise<void> {
-  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: SEED_CONCURRENCY + 1 });
+  // Setup, not measured: a 10,000-event append may outlast the service's 5 s query deadline on a busy machine.
+  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: SEED_CONCURRENCY + 1, timeoutMs: 300_000 });
   try {
     const store = new PostgresEventStore(database.db);
     const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };

@@ -17,6 +17,9 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const SERVER_MODE: 'dist' | 'source' = process.env.BENCH_SERVER === 'source' ? 'source' : 'dist';
 const CLI = SERVER_MODE === 'dist' ? ['dist/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
 
+/** The command that runs `loyalty` as SERVER_MODE says: node and its arguments before the CLI's own. */
+export const cliCommand = (): string[] => [process.execPath, ...CLI];
+
 /** `npm run build` when the server runs from dist/. */
 export async function buildService(): Promise<void> {
   if (SERVER_MODE !== 'dist') return;

@@ -70,7 +70,9 @@ async function main() {
   const now = Date.now();
   const at = (daysAgo: number) => new Date(now - daysAgo * DAY + Math.floor(random() * 8 * 3600_000) - 4 * 3600_000);
   const ctx = (when: Date): CommandContext => ({ businessId: business.business_id, actor: 'seed', requestId: null, idempotencyKey: null, now: when });
-  const { customers, redemptions } = services.commands;
+  const { customers, redemptions, program, lifecycle } = services.commands;
+  // Points expire a year after they are earned, and tiers count the last 180 days (CONTRACT.md §13).
+  await program.changeSettings(ctx(at(30)), { points_expiry_days: 365, tier_qualification: { mode: 'rolling', window_days: 180 } });
   for (let i = 0; i < 36; i++) {
     const joined = 29 - Math.floor((i / 36) * 29);
     const first = FIRST[i % FIRST.length]!;
@@ -87,8 +89,14 @@ async function main() {
     let balance = 0;
     for (let day = joined; day >= 0; day -= 1 + Math.floor(random() * 5)) {
       const amount = 40 + Math.floor(random() * 260);
-      await customers.recordPoints(ctx(at(day)), id, { pointsType: 'earn', amount, applyMultiplier: true, description: pick(['Coffee', 'Lunch', 'Beans 250 g', 'Breakfast']), reference: null, metadata: {} });
+      const earned = await customers.recordPoints(ctx(at(day)), id, { pointsType: 'earn', amount, applyMultiplier: true, description: pick(['Coffee', 'Lunch', 'Beans 250 g', 'Breakfast']), reference: null, metadata: {} });
       balance += amount;
+      // The first customer's first order was refunded in part.
+      if (i === 0 && day === joined) {
+        const { transaction_id } = earned.data as { transaction_id: string };
+        await lifecycle.reverse(ctx(new Date(earned.recordedAt.getTime() + 3600_000)), id, { reversedId: transaction_id, amount: Math.floor(amount / 2), reference: 'refund-1001', description: 'Order refunded' });
+        balance -= Math.floor(amount / 2);
+      }
       if (balance > 400 && random() < 0.3) {
         const reward = pick(rewards.slice(0, 2));
         await redemptions.redeem(ctx(at(day)), { customerId: id, rewardId: reward.id, reference: null, metadata: {} });
@@ -128,6 +136,7 @@ async function main() {
       },
     },
     { name: 'keys', path: '/dashboard/keys' },
+    { name: 'settings', path: '/dashboard/settings', prepare: (p) => p.getByRole('form', { name: 'Points program' }).waitFor() },
   ];
   for (const [width, height, suffix] of [
     [1280, 900, 'desktop'],

@@ -11,6 +11,8 @@ import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
 import { registerAuditCommands } from './audit-commands.js';
 import type { CliKit } from './cli-kit.js';
+import { registerExportCommands } from './export-commands.js';
+import { registerLifecycleCommands } from './lifecycle-commands.js';
 import { registerProjectionCommands } from './projection-commands.js';
 import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js';
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
@@ -65,7 +67,7 @@ export function buildProgram(): Command {
     .command('serve')
     .description('serve the HTTP API and/or run the workers (PORT, HOST, DATABASE_URL, EVENTSTORE_URL, LOYALTY_DATA_DIR, LOYALTY_PROCESSES)')
     .addOption(
-      new Option('--role <role>', 'api: HTTP only; workers: projections and webhook delivery, no HTTP; all: both').choices(SERVE_ROLES).default('all'),
+      new Option('--role <role>', 'api: HTTP only; workers: projections and webhook delivery, no API (HTTP on PORT: /healthz, /readyz, /metrics only); all: both').choices(SERVE_ROLES).default('all'),
     )
     .option('--processes <n>', 'HTTP processes on a PostgreSQL server (default: LOYALTY_PROCESSES, else one per core); the embedded store serves with one')
     .action((opts: { role: ServeRole; processes?: string }) => serve(loadConfig(), opts.role, opts.processes));
@@ -220,6 +222,8 @@ export function buildProgram(): Command {
   const kit: CliKit = { withServices, fail: (message) => new CliError(message) };
   registerAuditCommands(program, kit);
   registerProjectionCommands(program, kit);
+  registerLifecycleCommands(program, kit);
+  registerExportCommands(program, kit);
 
   return program;
 }

@@ -11,10 +11,30 @@ import cliProgress, { type Options, Presets, SingleBar } from 'cli-progress';
  * bar.start(total, 0, { projector: 'customers', rate: 0 });
  */
 export function rebuildProgressBar(stream: NodeJS.WritableStream = process.stderr, options: Partial<Options> = {}): SingleBar {
+  return progressBar(stream, '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}', options);
+}
+
+/**
+ * The `loyalty export` bar, on stderr (stdout carries the export). Drawn when stderr is not a
+ * terminal too, a line every 2 s, so an export run from cron or CI shows that it moves.
+ *
+ * @example
+ * const bar = exportProgressBar();
+ * bar.start(total, 0, { what: 'ledger lines', rate: 0 });
+ */
+export function exportProgressBar(stream: NodeJS.WritableStream = process.stderr, options: Partial<Options> = {}): SingleBar {
+  return progressBar(stream, 'export [{bar}] {percentage}% | {value}/{total} {what} | {rate}/s | ETA {eta_formatted}', {
+    noTTYOutput: true,
+    notTTYSchedule: 2_000,
+    ...options,
+  });
+}
+
+function progressBar(stream: NodeJS.WritableStream, format: string, options: Partial<Options>): SingleBar {
   return new SingleBar(
     {
       stream,
-      format: '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}',
+      format,
       hideCursor: true,
       etaBuffer: 50,
       formatTime: (seconds, opts, roundTo) => (typeof seconds === 'number' && Number.isFinite(seconds) ? cliProgress.Format.TimeFormat(seconds, opts, roundTo) : '--'),

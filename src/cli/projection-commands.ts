@@ -26,15 +26,15 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
 
   projections
     .command('rebuild')
-    .argument('[name]', `one projector: ${PROJECTORS.filter((p) => !p.reactor).map((p) => p.name).join(', ')} (the webhooks reactor is never rebuilt)`)
-    .description('replay the log into fresh tables and swap them in while the service keeps serving (all projectors but the webhooks reactor when NAME is omitted)')
+    .argument('[name]', `one projector: ${PROJECTORS.filter((p) => !p.reactor).map((p) => p.name).join(', ')} (the reactors — webhooks, due-work — are never rebuilt)`)
+    .description('replay the log into fresh tables and swap them in while the service keeps serving (all projectors but the reactors when NAME is omitted)')
     .action((name: string | undefined) =>
       kit.withServices(
         async (services) => {
           const chosen = name === undefined ? PROJECTORS.filter((p) => !p.reactor) : PROJECTORS.filter((p) => p.name === name);
           if (chosen.length === 0) throw kit.fail(`No projector named '${name}'. Known: ${PROJECTORS.map((p) => p.name).join(', ')}.`);
           if (chosen[0]!.reactor) {
-            throw kit.fail(`'${name}' is a reactor (it queues webhook deliveries); rebuilding it would send them again, so it is never rebuilt.`);
+            throw kit.fail(`'${name}' is a reactor (it queues webhook deliveries or due work); rebuilding it would repeat them, so it is never rebuilt.`);
           }
           // One pass over the log for all of them: each page is read once and applied to every copy.
           const names = chosen.map((p) => p.name).join(', ');

@@ -14,7 +14,7 @@ import { createServices, type Services, type ServicesOptions } from '../services
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
-/** `api`: HTTP only (other processes project); `workers`: projections and webhook delivery, no HTTP; `all`: both. */
+/** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no API (only /healthz, /readyz and /metrics on PORT); `all`: both. */
 export const SERVE_ROLES = ['all', 'api', 'workers'] as const;
 export type ServeRole = (typeof SERVE_ROLES)[number];
 
@@ -44,15 +44,18 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   const { services, stopListening } = await startRole(config, role);
   if (role === 'all') await provisionOnFirstStart(services);
   if (role === 'workers') {
-    services.logger.info({ store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
-    process.stdout.write('Workers running: projections and webhook delivery\n');
-    return stopOnSignal(services, (done) => void stopListening().then(done));
+    // No API: /healthz (the loops), /readyz and /metrics only, for the container's health check and scraping.
+    const server = listenHttp(services, { opsOnly: true }, (port) => {
+      services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
+      process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
+    });
+    return stopOnSignal(services, (done) => void Promise.all([stopListening(), stopAccepting(server)]).then(done));
   }
   let draining = false;
   let stopping = false;
   const server = listenHttp(services, { draining: () => draining, stopping: () => stopping }, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
-    process.stdout.write(`Listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}\n`);
+    process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
   });
   stopOnSignal(
     services,
@@ -116,6 +119,7 @@ async function startRole(
     await services.projections.catchUp();
     services.projections.start();
     services.dispatcher.start();
+    services.scheduler.start();
   }
   // Split roles on a PostgreSQL server: API processes wake the workers on every append.
   let stopListening = async () => {};
@@ -132,6 +136,8 @@ async function provisionOnFirstStart(services: Services): Promise<void> {
   const first = await provisionBusiness(services, 'My business', 'unlimited');
   process.stdout.write(`${describeKeys(first, 'First start: created a business and its API keys.')}\n`);
 }
+
+const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
 
 function listenHttp(services: Services, options: AppOptions, onListening: (port: number) => void): Server {
   const app = createApp(services, options);

@@ -60,7 +60,8 @@ export async function loadAggregate<State, Event extends DomainEvent>(
 export function decodedFor<State, Event extends DomainEvent>(_decider: Folding<State, Event>, event: RecordedEvent): Event {
   const decoded = decode(event);
   if (!decoded) throw new Error(`event type '${event.type}' is not in the catalogue`);
-  return { type: decoded.type, data: decoded.data } as Event;
+  // The time it was recorded comes along: the customer decider's lots and tier window fold it.
+  return { type: decoded.type, data: decoded.data, recordedAt: event.recordedAt } as unknown as Event;
 }
 
 /** An append write that also carries the state its events lead to, so the cache can hold it once appended. */

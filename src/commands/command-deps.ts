@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { IdGenerator } from '../ids.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
+import type { ConflictRetries } from './conflict-retries.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { StateCache } from './state-cache.js';
 
@@ -16,4 +17,6 @@ export interface CommandDeps {
   cache: StateCache;
   /** Waits (bounded) until the read models include `position`, so the caller's next GET sees its write. */
   settle(position: Checkpoint): Promise<void>;
+  /** Told each time a change is decided again because another writer moved a stream first (for `/metrics`). */
+  conflicts?: ConflictRetries;
 }

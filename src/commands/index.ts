@@ -8,6 +8,10 @@ export { customerCommands, type CustomerCommands, type RecordPointsInput } from 
 export { DuplicateReference, type RecordedEvent } from './customer/customer-stream.js';
 export { eventCommands, type EventCommands, type RecordEventInput } from './customer/event-commands.js';
 export { redemptionCommands, type RedemptionCommands, type RedeemInput } from './customer/redemption-commands.js';
+export { type AppliedDue, lifecycleCommands, type LifecycleCommands, type ReverseInput } from './customer/lifecycle-commands.js';
+export { nextDueAt, plannedDowngrade } from './customer/due-work.js';
+export { type CustomerState, type Lifecycle, type LifecyclePolicy } from './customer/customer-state.js';
+export { policyOf } from './program/program-commands.js';
 export { programCommands, type ProgramCommands } from './program/program-commands.js';
 export { rewardCommands, type RewardCommands } from './reward/reward-commands.js';
 export { webhookCommands, type WebhookCommands, type WebhookInput } from './webhook/webhook-commands.js';

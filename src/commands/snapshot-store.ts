@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.js';
  * Bump when any aggregate's state shape changes: snapshots of another version are ignored (and
  * replaced), so a deploy never folds events onto a state it does not understand.
  */
-export const STATE_VERSION = 1;
+export const STATE_VERSION = 2;
 
 /** Folded aggregate states kept in PostgreSQL, so a cold load reads a snapshot and the events after it. */
 export function snapshotStore(db: Kysely<Database>) {

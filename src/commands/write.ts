@@ -55,7 +55,7 @@ export async function write(
       if (error instanceof WrongExpectedVersion) deps.cache.forget(error.stream);
       throw error;
     }
-  });
+  }, undefined, () => deps.conflicts?.retried('reload'));
   if (written) await deps.settle(written.position);
   return written;
 }
@@ -85,9 +85,12 @@ export async function createStream<State, Event extends DomainEvent>(
   return firstAppended(written, stream);
 }
 
-/** The first event a change appended to `stream`: the one a request's answer is built from. */
-export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string): AnsweredEvent {
-  const event = written?.writes.find((w) => w.stream === stream)?.events[0];
+/**
+ * The first event a change appended to `stream` (of the types `answers` accepts): the one a
+ * request's answer is built from.
+ */
+export function firstAppended(written: { writes: AppendWrite[] } | null, stream: string, answers: (type: string) => boolean = () => true): AnsweredEvent {
+  const event = written?.writes.find((w) => w.stream === stream)?.events.find((e) => answers(e.type));
   if (!event) throw new Error(`no event was appended to ${stream}`);
   return { streamId: stream, type: event.type, data: event.data, recordedAt: new Date(event.metadata.recorded_at) };
 }
@@ -131,6 +134,7 @@ async function decideAndQueue(
   // Where the store finds a stream moved (another process wrote), it asks for the decision again
   // while it holds the streams: on the states as they are, so the append cannot be overtaken.
   const redecide: Redecide = async (read) => {
+    deps.conflicts?.retried('in_batch');
     const again = await decide(readingIn(deps, read));
     for (const entry of cached) entry.superseded = true;
     queued.writes = again;

@@ -1,7 +1,7 @@
 import type { ColumnType, Generated, Selectable } from 'kysely';
 
 /** What a line of the points ledger records (`ledger_entries.type`). */
-export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled';
+export type LedgerType = 'earn' | 'deduct' | 'adjust' | 'event' | 'redemption' | 'redemption_cancelled' | 'release' | 'expire' | 'reversal';
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 export type Json<T = Record<string, unknown>> = ColumnType<T, string, string>;
@@ -52,6 +52,56 @@ export interface CustomersTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   seq: Generated<number>;
+  /** Points credited but not yet spendable (CONTRACT.md §13). */
+  points_pending: Generated<number>;
+  lifetime_expired: Generated<number>;
+  /** The earliest expiry among lots with points left, and the points expiring then; null when none. */
+  next_expiring_amount: number | null;
+  next_expiring_at: Timestamp | null;
+}
+
+/** A credit's lot (CONTRACT.md §13; the parts of src/commands/customer/lots.ts's `Lot`). */
+export interface LotsTable {
+  business_id: string;
+  customer_id: string;
+  transaction_id: string;
+  amount: number;
+  remaining: number;
+  spent: number;
+  expired: number;
+  reversed: number;
+  reversed_from_lot: number;
+  status: 'pending' | 'available' | 'spent' | 'expired';
+  available_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  noticed: boolean;
+  /** How many times it expired (points a cancelled redemption gave back can expire again). */
+  expiries: number;
+  created_at: Timestamp;
+  seq: Generated<number>;
+}
+
+/**
+ * When a customer may next have due work: a lower bound the `due-work` reactor lowers as events
+ * bring new work, and the scheduler sets to the decider's exact `nextDueAt` at `revision`.
+ */
+export interface CustomerDueTable {
+  customer_id: string;
+  business_id: string;
+  due_at: Timestamp | null;
+  /** The customer stream revision the scheduler's `due_at` was decided at. */
+  revision: number;
+  /** The `ProcessMark` of the scheduler working on it, while `claimed_until` lasts. */
+  holder: string | null;
+  claimed_until: Timestamp | null;
+}
+
+/** What the due-work reactor needs of a business's lifecycle policy. */
+export interface DuePoliciesTable {
+  business_id: string;
+  expiring_notice_days: number;
+  tier_mode: 'lifetime' | 'rolling';
+  window_days: number | null;
 }
 
 export interface LedgerEntriesTable {
@@ -68,6 +118,8 @@ export interface LedgerEntriesTable {
   metadata: Json;
   created_at: Timestamp;
   seq: Generated<number>;
+  /** A debit's lot shares: as its event recorded them, or as they were planned for an event that recorded none. */
+  lots: ColumnType<Array<{ transaction_id: string; amount: number }> | null, string | null, string | null>;
 }
 
 export interface IdempotencyKeysTable {
@@ -162,10 +214,15 @@ export interface TierChangesTable {
   business_id: string;
   customer_id: string;
   previous_tier_id: string | null;
-  new_tier_id: string;
-  lifetime_earned: number;
+  /** Null: a downgrade below every threshold. */
+  new_tier_id: string | null;
+  /** Upgrades: lifetime_earned when reached; null for downgrades. */
+  lifetime_earned: number | null;
   changed_at: Timestamp;
   seq: Generated<number>;
+  direction: Generated<'upgrade' | 'downgrade'>;
+  /** Downgrades: the points credited within the rolling window. */
+  qualifying_points: number | null;
 }
 
 export interface WebhookEndpointsTable {
@@ -276,10 +333,14 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   rate_limit_buckets: RateLimitBucketsTable;
   daily_points: DailyPointsTable;
+  lots: LotsTable;
+  customer_due: CustomerDueTable;
+  due_policies: DuePoliciesTable;
 }
 
 export type CustomerRow = Selectable<CustomersTable>;
 export type LedgerEntryRow = Selectable<LedgerEntriesTable>;
+export type LotRow = Selectable<LotsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type BusinessRow = Selectable<BusinessesTable>;
 export type TierRow = Selectable<TiersTable>;

@@ -42,6 +42,29 @@ export const TierSnapshotSchema = z.object({
 });
 export type TierSnapshot = z.infer<typeof TierSnapshotSchema>;
 
+/** Points a debit took from one lot, or a cancellation gave back to it (CONTRACT.md §13). */
+export const LotShareSchema = z.object({
+  /** The lot: the id of the credit that made it (`txn_…` or `evt_…`). */
+  transaction_id: z.string(),
+  amount: z.number().int().positive(),
+});
+export type LotShare = z.infer<typeof LotShareSchema>;
+
+/**
+ * When a credit's lot becomes spendable and when its points expire (ISO); null: at once, never.
+ * Events written before lots existed have neither, which reads as null.
+ */
+const LotTimes = {
+  available_at: z.string().nullable().default(null),
+  expires_at: z.string().nullable().default(null),
+};
+
+/**
+ * The lots a debit consumed, in consumption order. Events written before lots existed have none:
+ * replay plans them (oldest first, as no lot then had an expiry).
+ */
+const Consumed = { lots: z.array(LotShareSchema).optional() };
+
 export const CustomerEvents = {
   CustomerRegistered: CustomerProfileSchema.extend({ customer_id: z.string(), business_id: z.string() }),
   /** Carries only the fields that changed, each with its new value. */
@@ -49,9 +72,11 @@ export const CustomerEvents = {
   PointsEarned: PointsMovement.extend({
     base_amount: z.number().int(),
     multiplier: z.number(),
+    ...LotTimes,
   }),
-  PointsDeducted: PointsMovement,
-  PointsAdjusted: PointsMovement,
+  PointsDeducted: PointsMovement.extend(Consumed),
+  /** A positive adjust is a credit (it makes a lot), a negative one a debit (it consumes lots). */
+  PointsAdjusted: PointsMovement.extend({ ...LotTimes, ...Consumed }),
   /** Written right after the event that raised lifetime_earned past a higher tier's threshold. */
   TierUpgraded: z.object({
     previous_tier: TierSnapshotSchema.nullable(),
@@ -68,6 +93,7 @@ export const CustomerEvents = {
     multiplier: z.number(),
     points_awarded: z.number().int(),
     balance: z.number().int(),
+    ...LotTimes,
   }),
   RewardRedeemed: z.object({
     redemption_id: z.string(),
@@ -78,6 +104,7 @@ export const CustomerEvents = {
     reference: z.string().nullable(),
     metadata: Metadata,
     balance: z.number().int(),
+    ...Consumed,
   }),
   RedemptionCancelled: z.object({
     /** The ledger line that gives the points back. */
@@ -86,6 +113,51 @@ export const CustomerEvents = {
     reward_id: z.string(),
     points_cost: z.number().int(),
     balance: z.number().int(),
+    /** The shares given back: the lots the redemption consumed. */
+    ...Consumed,
+  }),
+  /** A pending lot became spendable (ledger type `release`). */
+  PointsReleased: z.object({
+    /** The ledger line: derived from the lot and the due instant, so it is the same on every worker. */
+    transaction_id: z.string(),
+    lot_transaction_id: z.string(),
+    amount: z.number().int(),
+    balance: z.number().int(),
+    released_at: z.string(),
+  }),
+  /** The `points.expiring` notice of a lot was due; no ledger line. */
+  PointsExpiringNotified: z.object({
+    lot_transaction_id: z.string(),
+    amount: z.number().int(),
+    expires_at: z.string(),
+  }),
+  /** A lot's remaining points expired (ledger type `expire`). */
+  PointsExpired: z.object({
+    transaction_id: z.string(),
+    lot_transaction_id: z.string(),
+    amount: z.number().int(),
+    balance: z.number().int(),
+    expired_at: z.string(),
+  }),
+  /** All or part of a credit was reversed (ledger type `reversal`), e.g. its order was refunded. */
+  PointsReversed: z.object({
+    transaction_id: z.string(),
+    reversed_transaction_id: z.string(),
+    amount: z.number().int().positive(),
+    from_lot: z.number().int(),
+    from_expired: z.number().int(),
+    lots: z.array(LotShareSchema),
+    balance: z.number().int(),
+    description: z.string().nullable(),
+    reference: z.string().nullable(),
+    metadata: Metadata,
+  }),
+  /** Rolling tier qualification: the customer no longer qualifies for the held tier. */
+  TierDowngraded: z.object({
+    previous_tier: TierSnapshotSchema,
+    new_tier: TierSnapshotSchema.nullable(),
+    qualifying_points: z.number().int(),
+    downgraded_at: z.string(),
   }),
 };
 

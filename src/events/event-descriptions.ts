@@ -70,11 +70,13 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
   },
   PointsEarned: {
     stream: 'customer-{customer_id}',
-    description: 'Points were awarded (`earn` transaction). Raises the balance and lifetime_earned.',
+    description: 'Points were awarded (`earn` transaction). Makes a lot; raises lifetime_earned, and the balance unless the lot is pending.',
     fields: {
-      transaction_id: 'The ledger line (`txn_…`).',
+      transaction_id: 'The ledger line (`txn_…`), also the lot it makes.',
       amount: 'Points credited, after the multiplier.',
       balance: 'The balance right after this event.',
+      available_at: 'When the lot becomes spendable (ISO); null: at once. Until then its points are pending.',
+      expires_at: 'When the lot\'s remaining points expire (ISO); null: never.',
       base_amount: 'Points requested, before the multiplier.',
       multiplier: 'The multiplier of the tier held before this event (1 when none applied).',
     },
@@ -86,21 +88,26 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       transaction_id: 'The ledger line (`txn_…`).',
       amount: 'Points deducted (positive).',
       balance: 'The balance right after this event.',
+      lots: 'The lots the debit took its points from, in consumption order (`{transaction_id, amount}`); absent in events written before lots, which replay plans the same way.',
     },
   },
   PointsAdjusted: {
     stream: 'customer-{customer_id}',
-    description: 'A manual correction (`adjust` transaction), positive or negative. A positive one raises lifetime_earned.',
+    description:
+      'A manual correction (`adjust` transaction), positive or negative; lifetime_earned moves by its amount. A positive one is a credit (it makes a lot), a negative one a debit (it consumes lots).',
     fields: {
-      transaction_id: 'The ledger line (`txn_…`).',
+      transaction_id: 'The ledger line (`txn_…`), also the lot a positive one makes.',
       amount: 'Signed change of the balance.',
       balance: 'The balance right after this event.',
+      available_at: 'A positive one: when the lot becomes spendable (ISO); null: at once. Until then its points are pending.',
+      expires_at: 'A positive one: when the lot\'s remaining points expire (ISO); null: never.',
+      lots: 'The lots the debit took its points from, in consumption order (`{transaction_id, amount}`); absent in events written before lots, which replay plans the same way.',
     },
   },
   TierUpgraded: {
     stream: 'customer-{customer_id}',
     description:
-      'The customer reached a higher tier. Written right after the event that raised lifetime_earned past the threshold; several thresholds passed at once make one upgrade to the highest. Tiers never demote.',
+      'The customer reached a higher tier. Written right after the credit that raised the qualifying points (lifetime_earned, or in `rolling` mode the credits of the window) past the threshold; several thresholds passed at once make one upgrade to the highest. Only TierDowngraded (rolling mode) demotes.',
     fields: {
       previous_tier: 'The tier held before, as it was defined then; null on the first evaluation.',
       new_tier: 'The tier reached, as it was defined then.',
@@ -118,6 +125,8 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       multiplier: 'The multiplier of the tier held before this event.',
       points_awarded: 'floor(base_points × multiplier).',
       balance: 'The balance right after this event.',
+      available_at: 'When points were awarded: when the lot becomes spendable (ISO); null: at once. Until then its points are pending.',
+      expires_at: 'When points were awarded: when the lot\'s remaining points expire (ISO); null: never.',
     },
   },
   RewardRedeemed: {
@@ -129,6 +138,7 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       reward_title: 'The title when redeemed.',
       points_cost: 'Points spent (positive).',
       balance: 'The balance right after this event.',
+      lots: 'The lots the debit took its points from, in consumption order (`{transaction_id, amount}`); absent in events written before lots, which replay plans the same way.',
     },
   },
   RedemptionCancelled: {
@@ -138,6 +148,63 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       transaction_id: 'The ledger line that gives the points back.',
       points_cost: 'Points given back.',
       balance: 'The balance right after this event.',
+      lots: 'The shares given back, to the lots the redemption took them from (a share whose lot has expired meanwhile expires again at once).',
+    },
+  },
+  PointsReleased: {
+    stream: 'customer-{customer_id}',
+    description: 'Due work: a pending lot became spendable (ledger type `release`); its remaining points move from pending into the balance.',
+    fields: {
+      transaction_id: 'The ledger line: `txn_` + UUIDv5 of lot, kind and due instant, the same on every worker.',
+      lot_transaction_id: 'The lot released (the id of the credit that made it).',
+      amount: 'Points released.',
+      balance: 'The balance right after this event.',
+      released_at: 'The lot\'s available_at (the due instant, not when the work was done).',
+    },
+  },
+  PointsExpiringNotified: {
+    stream: 'customer-{customer_id}',
+    description: 'Due work: `expiring_notice_days` before a lot with points left expires (or at once when it is made inside that window), once per lot; backs the `points.expiring` webhook. No ledger line.',
+    fields: {
+      lot_transaction_id: 'The lot about to expire.',
+      amount: 'Its remaining points when noticed.',
+      expires_at: 'When they expire.',
+    },
+  },
+  PointsExpired: {
+    stream: 'customer-{customer_id}',
+    description: 'Due work: a lot\'s remaining points expired (ledger type `expire`): they leave the balance and count in lifetime_expired.',
+    fields: {
+      transaction_id: 'The ledger line: `txn_` + UUIDv5 of lot, kind and due instant (and a count when the lot expires again after a cancelled redemption gave points back).',
+      lot_transaction_id: 'The lot that expired.',
+      amount: 'Points expired.',
+      balance: 'The balance right after this event.',
+      expired_at: 'The lot\'s expires_at.',
+    },
+  },
+  PointsReversed: {
+    stream: 'customer-{customer_id}',
+    description:
+      'All or part of a credit was reversed (ledger type `reversal`), e.g. its order was refunded: taken from the credit\'s lot first, then from its expired part (out of lifetime_expired), the rest from the balance. lifetime_earned drops by the amount.',
+    fields: {
+      transaction_id: 'The ledger line (`txn_…`).',
+      reversed_transaction_id: 'The credit reversed (`txn_…` or `evt_…`).',
+      amount: 'Points reversed (positive).',
+      from_lot: 'Taken from the credit\'s own lot (pending or available).',
+      from_expired: 'Taken from the part of the credit that had expired: lowers lifetime_expired, not the balance.',
+      lots: 'The rest, taken from the other available lots in consumption order.',
+      balance: 'The balance right after this event.',
+    },
+  },
+  TierDowngraded: {
+    stream: 'customer-{customer_id}',
+    description:
+      'Rolling tier qualification: the points credited in the last window_days fell below the held tier\'s threshold (the window slid, or a reversal or negative adjust took them below), so the customer moves down to the tier they qualify for.',
+    fields: {
+      previous_tier: 'The tier held before.',
+      new_tier: 'The tier qualified for now; null below every threshold.',
+      qualifying_points: 'Points credited in the window at downgraded_at.',
+      downgraded_at: 'When the qualifying points fell below the threshold (not when the work was done); never sooner than window_days after a change of mode or window.',
     },
   },
   TierCreated: {
@@ -157,6 +224,18 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
   EventTypeUpdated: {
     stream: 'program-{business_id}',
     description: 'An event type changed; carries its name and only the changed fields.',
+  },
+  ProgramSettingsChanged: {
+    stream: 'program-{business_id}',
+    description: 'The points lifecycle policy changed (`PATCH /api/v1/program`); carries the whole policy. It applies to credits made from changed_at on, never retroactively.',
+    fields: {
+      points_expiry_days: 'Days (of 24 h) a credit\'s points live once available; null: no expiry.',
+      pending_days: 'Days a credit\'s points stay pending before they can be spent.',
+      expiring_notice_days: 'Days before an expiry that the `points.expiring` notice is due.',
+      'tier_qualification.mode': '`lifetime` (lifetime_earned, never demotes) or `rolling` (points credited in the last window_days).',
+      'tier_qualification.window_days': 'The rolling window; null in lifetime mode.',
+      changed_at: 'When the change was made.',
+    },
   },
   RewardCreated: {
     stream: 'reward-{reward_id}',

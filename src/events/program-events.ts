@@ -76,6 +76,27 @@ export const EventTypeDefinitionSchema = z.object({
 });
 export type EventTypeDefinition = z.infer<typeof EventTypeDefinitionSchema>;
 
+const DAYS_MAX = 36_500;
+
+/** A business's points lifecycle policy (CONTRACT.md §13); the defaults are the behaviour of §7. */
+export const ProgramSettingsSchema = z.strictObject({
+  points_expiry_days: z.number().int().min(1).max(DAYS_MAX).nullable(),
+  pending_days: z.number().int().min(0).max(DAYS_MAX),
+  expiring_notice_days: z.number().int().min(1).max(DAYS_MAX),
+  tier_qualification: z.strictObject({
+    mode: z.enum(['lifetime', 'rolling']),
+    window_days: z.number().int().min(1).max(DAYS_MAX).nullable(),
+  }),
+});
+export type ProgramSettings = z.infer<typeof ProgramSettingsSchema>;
+
+export const DEFAULT_PROGRAM_SETTINGS: ProgramSettings = {
+  points_expiry_days: null,
+  pending_days: 0,
+  expiring_notice_days: 7,
+  tier_qualification: { mode: 'lifetime', window_days: null },
+};
+
 /** Tiers and event types of one business live in its `program-{business_id}` stream. */
 export const ProgramEvents = {
   TierCreated: TierDefinitionSchema,
@@ -83,4 +104,6 @@ export const ProgramEvents = {
   TierUpdated: TierDefinitionSchema.partial().extend({ tier_id: z.string() }),
   EventTypeCreated: EventTypeDefinitionSchema,
   EventTypeUpdated: EventTypeDefinitionSchema.partial().extend({ name: z.string() }),
+  /** The whole policy after a change; it applies to credits made from `changed_at` on. */
+  ProgramSettingsChanged: ProgramSettingsSchema.extend({ changed_at: z.string() }),
 };

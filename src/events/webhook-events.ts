@@ -10,6 +10,11 @@ export const WEBHOOK_EVENT_TYPES = [
   'event.recorded',
   'reward.redeemed',
   'redemption.cancelled',
+  'points.released',
+  'points.expiring',
+  'points.expired',
+  'points.reversed',
+  'tier.downgraded',
 ] as const;
 export const WebhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES);
 export type WebhookEventType = z.infer<typeof WebhookEventTypeSchema>;

@@ -26,6 +26,7 @@ import { pointsRoutes } from './routes/points-routes.js';
 import { redemptionRoutes } from './routes/redemption-routes.js';
 import { rewardRoutes } from './routes/reward-routes.js';
 import { tierRoutes } from './routes/tier-routes.js';
+import { programRoutes } from './routes/program-routes.js';
 import { webhookRoutes } from './routes/webhook-routes.js';
 import { customerAuditRoutes } from './routes/customer-audit-routes.js';
 import { meRoutes } from './routes/me-routes.js';
@@ -48,6 +49,8 @@ export interface AppOptions {
   metrics?: Metrics;
   /** What `/metrics` answers, when not this process's metrics alone (a cluster child: the whole instance's). */
   metricsText?: () => Promise<string>;
+  /** `serve --role workers`: only `/healthz`, `/readyz` and `/metrics`, for its container's health check and scraping. */
+  opsOnly?: boolean;
 }
 
 /**
@@ -79,6 +82,21 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
   const ops = registerOps(app, services, options.metrics, options.metricsText, options.stopping);
   app.use('*', ops.measure);
+  if (!options.opsOnly) registerApi(app, services, clock);
+
+  app.notFound(notFoundHandler(() => app.routes));
+  app.onError((error, c) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) {
+      services.logger.error({ err: error, request_id: c.get('requestId') }, 'request failed');
+    }
+    return errorResponse(c, apiError);
+  });
+  return app;
+}
+
+/** Docs, the dashboard and `/api/v1` with its middleware (see `createApp`). */
+function registerApi(app: ReturnType<typeof createRouter>, services: Services, clock: Clock) {
   registerDocs(app);
   registerDashboard(app);
   app.use('/api/*', preflight);
@@ -100,6 +118,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.route('/api/v1', pointsRoutes);
   app.route('/api/v1', keyRoutes);
   app.route('/api/v1', tierRoutes);
+  app.route('/api/v1', programRoutes);
   app.route('/api/v1', eventTypeRoutes);
   app.route('/api/v1', rewardRoutes);
   app.route('/api/v1', redemptionRoutes);
@@ -109,16 +128,6 @@ export function createApp(services: Services, options: AppOptions = {}) {
   app.route('/api/v1', statsRoutes);
   app.route('/api/v1', rulePreviewRoutes);
   app.route('/api/v1', customerAuditRoutes);
-
-  app.notFound(notFoundHandler(() => app.routes));
-  app.onError((error, c) => {
-    const apiError = toApiError(error);
-    if (apiError.status >= 500) {
-      services.logger.error({ err: error, request_id: c.get('requestId') }, 'request failed');
-    }
-    return errorResponse(c, apiError);
-  });
-  return app;
 }
 
 export type App = ReturnType<typeof createApp>;

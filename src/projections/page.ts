@@ -5,6 +5,9 @@ import { errors } from '../errors.js';
 export interface PageRequest {
   limit: number;
   startingAfter?: string | undefined;
+  /** Only rows whose `created_at` is after / before these instants (both exclusive). */
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
 }
 
 export interface Page<T> {
@@ -15,7 +18,8 @@ export interface Page<T> {
 /**
  * Runs a list query one page at a time: `seq` is the table's insertion order, and the cursor is the
  * id of the last item seen, so the cost is the same on page 1 and page 10,000.
- * `cursorSeq` finds the cursor row's seq within the same scope (business, customer, …).
+ * `cursorSeq` finds the cursor row's seq within the same scope (business, customer, …). A creation
+ * window filters the rows on `created_at`; the keyset stays `seq`.
  */
 export async function fetchPage<Row extends { seq: number }>(
   query: SelectQueryBuilder<any, any, Row>,
@@ -23,6 +27,8 @@ export async function fetchPage<Row extends { seq: number }>(
   cursorSeq: (id: string) => Promise<number | undefined>,
 ): Promise<Page<Row>> {
   let q = query;
+  if (page.createdAfter) q = q.where('created_at' as never, '>', page.createdAfter as never);
+  if (page.createdBefore) q = q.where('created_at' as never, '<', page.createdBefore as never);
   if (page.startingAfter !== undefined) {
     const seq = await cursorSeq(page.startingAfter);
     if (seq === undefined) {

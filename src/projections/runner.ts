@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
-import { BackgroundLoop } from '../background-loop.js';
+import { BackgroundLoop, type LoopHealth } from '../background-loop.js';
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 import { ProjectorTrack } from './projector-track.js';
@@ -12,6 +12,8 @@ export interface RunnerOptions {
   /** How often to look for events written by other processes. */
   pollMs?: number;
   logger?: Logger | undefined;
+  /** Where the loop's health reads the time (default: the system clock). */
+  now?: () => Date;
 }
 
 type StepOutcome = number | 'idle' | 'busy';
@@ -51,6 +53,7 @@ export class ProjectionRunner {
     this.loop = new BackgroundLoop(async () => typeof (await this.step()) === 'number', {
       pollMs: options.pollMs ?? 250,
       onError: (error) => options.logger?.error({ err: error, projectors: this.name }, 'projection batch failed; will retry'),
+      ...(options.now ? { now: () => options.now!().getTime() } : {}),
     });
   }
 
@@ -69,6 +72,11 @@ export class ProjectionRunner {
 
   stop(): Promise<void> {
     return this.loop.stop();
+  }
+
+  /** Whether this process's projection loop turns (see `LoopHealth`). */
+  health(): LoopHealth {
+    return this.loop.health();
   }
 
   /** Called after each batch this process applies, with the number of events read. */

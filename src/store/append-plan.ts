@@ -143,7 +143,7 @@ function readerOf(
     const planned = outcomes
       .flatMap((o) => (o.ok ? o.rows : []))
       .filter((r) => r.stream_id === stream)
-      .map((r) => ({ streamPosition: r.stream_position, type: r.type, data: r.data }));
+      .map((r) => ({ streamPosition: r.stream_position, type: r.type, data: r.data, recordedAt: new Date(r.recorded_at) }));
     return [...known.events, ...planned].filter((e) => e.streamPosition >= fromRevision);
   };
 }

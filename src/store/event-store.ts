@@ -121,7 +121,11 @@ export class CommitOutcomeUnknown extends Error {
 export type Redecide = (read: (stream: string, fromRevision: number) => Promise<RecordedEvent[]>) => Promise<AppendWrite[]>;
 
 /** What a decision folds of an event: its revision in its stream, its type and data (and the version it was written at, when not the current one). */
-export type RecordedEvent = Pick<StoredEvent, 'streamPosition' | 'type' | 'data'> & { metadata?: Pick<EventMetadata, 'event_version'> };
+export type RecordedEvent = Pick<StoredEvent, 'streamPosition' | 'type' | 'data'> & {
+  metadata?: Pick<EventMetadata, 'event_version'>;
+  /** When it was recorded: the customer decider folds it (lots, the rolling tier window). */
+  recordedAt?: Date;
+};
 
 /** `no_stream`: the stream must not exist; `any`: no check; a number: the revision of its last event. */
 export type ExpectedRevision = 'no_stream' | 'any' | number;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { Database } from '../db/schema.js';
 import { ApiError } from '../errors.js';
-import { BackgroundLoop } from '../background-loop.js';
+import { BackgroundLoop, type LoopHealth } from '../background-loop.js';
 import { type IdGenerator, newId } from '../ids.js';
 import { nextAttemptAt } from './retry-schedule.js';
 import { holderGone } from '../db/process-mark.js';
@@ -69,6 +69,7 @@ export class WebhookDispatcher {
     }, {
       pollMs: options.pollMs ?? 250,
       onError: (error) => options.logger?.error({ err: error }, 'webhook dispatch failed; will retry'),
+      now: () => this.now().getTime(),
     });
   }
 
@@ -78,6 +79,11 @@ export class WebhookDispatcher {
 
   stop(): Promise<void> {
     return this.loop.stop();
+  }
+
+  /** Whether this process's delivery loop turns (see `LoopHealth`). */
+  health(): LoopHealth {
+    return this.loop.health();
   }
 
   /** Looks for due messages now rather than at the next poll. */

@@ -19,6 +19,16 @@ export const WEBHOOK_DATA_SCHEMAS: { [T in WebhookEventType]: z.ZodObject } = {
   'reward.redeemed': CustomerEvents.RewardRedeemed.extend({ ...CustomerId, created_at: Timestamp }),
   'redemption.cancelled': CustomerEvents.RedemptionCancelled.extend({ ...CustomerId, cancelled_at: Timestamp }),
   'tier.upgraded': CustomerEvents.TierUpgraded.extend({ ...CustomerId, upgraded_at: Timestamp }),
+  'points.released': CustomerEvents.PointsReleased.extend({ ...CustomerId, released_at: Timestamp }),
+  'points.expiring': z.object({
+    ...CustomerId,
+    transaction_id: z.string().meta({ description: 'The lot: the id of the credit that made it.' }),
+    amount: z.number().int().meta({ description: 'The points of the lot that will expire unless spent first.' }),
+    expires_at: Timestamp,
+  }),
+  'points.expired': CustomerEvents.PointsExpired.extend({ ...CustomerId, expired_at: Timestamp }),
+  'points.reversed': CustomerEvents.PointsReversed.extend({ ...CustomerId, created_at: Timestamp }),
+  'tier.downgraded': CustomerEvents.TierDowngraded.extend({ ...CustomerId, downgraded_at: Timestamp }),
 };
 
 /** What each event type is for, in one sentence (OpenAPI `webhooks`, docs/webhooks.md). */
@@ -31,6 +41,16 @@ export const WEBHOOK_DESCRIPTIONS: { [T in WebhookEventType]: string } = {
   'reward.redeemed': 'A customer redeemed a reward.',
   'redemption.cancelled': 'A redemption was cancelled: the points and the stock unit went back.',
   'tier.upgraded': 'A customer reached a higher tier; sent after the credit that caused it was recorded.',
+  'points.released':
+    'Pending points became spendable (ledger type `release`); `lot_transaction_id` is the credit, `released_at` its `available_at`.',
+  'points.expiring':
+    'Points of a lot expire in `expiring_notice_days` or less unless spent first; sent once per lot, `transaction_id` names the lot (its credit).',
+  'points.expired':
+    "A lot's remaining points expired (ledger type `expire`); `transaction_id` is the expiry's ledger line, `lot_transaction_id` the credit, `expired_at` the lot's `expires_at`.",
+  'points.reversed':
+    'All or part of a credit was reversed (ledger type `reversal`): `from_lot` came out of its lot, `from_expired` out of lifetime_expired, `lots` from the balance.',
+  'tier.downgraded':
+    'Rolling tier qualification: the points credited in the window fell below the held tier\'s threshold; `new_tier` is null below every threshold.',
 };
 
 const at = '2026-11-22T14:03:07.123Z';
@@ -68,6 +88,23 @@ export const WEBHOOK_DATA_EXAMPLES: { [T in WebhookEventType]: Record<string, un
     reward_id: 'rew_2qW4eR6tY8uI0oP1aS3d', points_cost: 100, balance: 520, cancelled_at: at,
   },
   'tier.upgraded': { customer_id, previous_tier: null, new_tier: silver, lifetime_earned: 620, upgraded_at: at },
+  'points.released': {
+    customer_id, transaction_id: 'txn_2b9c5d1e8f3a4b7c9d0e1f2a', lot_transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150, balance: 770,
+    released_at: '2026-11-29T14:03:07.123Z',
+  },
+  'points.expiring': { customer_id, transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150, expires_at: '2027-11-29T14:03:07.123Z' },
+  'points.expired': {
+    customer_id, transaction_id: 'txn_5e6f7a8b9c0d1e2f3a4b5c6d', lot_transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150, balance: 470,
+    expired_at: '2027-11-29T14:03:07.123Z',
+  },
+  'points.reversed': {
+    customer_id, transaction_id: 'txn_4KpL6nM8qR0sT2uV4wX6', reversed_transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150, from_lot: 100,
+    from_expired: 0, lots: [{ transaction_id: 'txn_7YhG5fD3sA1qW9eR7tY5', amount: 50 }], balance: 470, description: 'Order #7731 refunded',
+    reference: 'refund-7731', metadata: {}, created_at: at,
+  },
+  'tier.downgraded': {
+    customer_id, previous_tier: silver, new_tier: null, qualifying_points: 320, downgraded_at: '2027-02-20T14:03:07.123Z',
+  },
 };
 
 /** The whole body of a webhook message of `type`: `{type, timestamp, data}`. */

@@ -19,6 +19,11 @@ export const ANNOUNCED = {
   RewardRedeemed: 'reward.redeemed',
   RedemptionCancelled: 'redemption.cancelled',
   TierUpgraded: 'tier.upgraded',
+  PointsReleased: 'points.released',
+  PointsExpiringNotified: 'points.expiring',
+  PointsExpired: 'points.expired',
+  PointsReversed: 'points.reversed',
+  TierDowngraded: 'tier.downgraded',
 } as const satisfies Record<string, WebhookEventType>;
 
 export type AnnouncedEvent = ProjectedEventOf<keyof typeof ANNOUNCED>;
@@ -41,6 +46,17 @@ export function webhookPayloadOf(event: AnnouncedEvent): WebhookPayload {
       return payload({ customer_id, ...event.data, created_at: at });
     case 'RedemptionCancelled':
       return payload({ customer_id, ...event.data, cancelled_at: at });
+    case 'PointsReversed':
+      return payload({ customer_id, ...event.data, created_at: at });
+    case 'PointsReleased':
+    case 'PointsExpired':
+      return payload({ customer_id, ...event.data });
+    case 'PointsExpiringNotified': {
+      const { lot_transaction_id, amount, expires_at } = event.data;
+      return payload({ customer_id, transaction_id: lot_transaction_id, amount, expires_at });
+    }
+    case 'TierDowngraded':
+      return payload({ customer_id, ...event.data });
     case 'TierUpgraded': {
       const { data } = event;
       return payload({ customer_id, previous_tier: data.previous_tier, new_tier: data.new_tier, lifetime_earned: data.lifetime_earned, upgraded_at: at });

@@ -125,6 +125,11 @@ export const webhooksProjector = defineProjector<Batch>({
     RewardRedeemed: announce,
     RedemptionCancelled: announce,
     TierUpgraded: announce,
+    PointsReleased: announce,
+    PointsExpiringNotified: announce,
+    PointsExpired: announce,
+    PointsReversed: announce,
+    TierDowngraded: announce,
   },
   end: ({ trx, messages }) => insertMessages(trx, messages),
 });

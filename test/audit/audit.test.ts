@@ -84,8 +84,12 @@ describe.sequential('audit verify and replay', () => {
     expect(statement[4]!.tier).toEqual({ id: silver, name: 'Silver' });
     const text = formatStatement(rich, statement).split('\n');
     expect(text[0]).toBe(`Statement of customer ${rich} (9 events)`);
-    expect(text[1]).toMatch(/^pos  recorded_at +event +change +balance  earned  redeemed  tier$/);
-    expect(text[8]).toMatch(/^  6  \S+  PointsAdjusted +adjust -20 +450 +500 +50  Silver$/);
+    expect(text[1]).toMatch(/^pos  recorded_at +event +change +balance  earned  redeemed  tier +lots \(points left\)$/);
+    expect(text[8]).toMatch(/^  6  \S+  PointsAdjusted +adjust -20 +450 +500 +50  Silver +txn_\S+ 50, txn_\S+ 400$/);
+    // The lots after each event: the deduction, the negative adjust and the redemption take the oldest
+    // first (nothing expires here); the cancellation gives the redemption's shares back.
+    expect(statement.map((l) => l.lots.map((lot) => lot.remaining))).toEqual([[], [120], [120], [120, 400], [120, 400], [70, 400], [50, 400], [0, 150], [50, 400]]);
+    expect(statement.every((l) => l.pending === 0 && l.lifetime_expired === 0)).toBe(true);
   });
 
   it('names the stream and position of an event whose data was edited in the store, and the totals it no longer explains', async () => {
@@ -145,7 +149,7 @@ describe.sequential('audit verify and replay', () => {
       const report = await audit(plain);
       expect(report.drifts).toEqual([{ customerId: plain, field: `ledger_entries[${line!.id}]`, log: 'earn 10', readModel: '(absent)' }]);
     } finally {
-      await t.services.db.insertInto('ledger_entries').values({ ...line!, metadata: JSON.stringify(line!.metadata) }).execute();
+      await t.services.db.insertInto('ledger_entries').values({ ...line!, metadata: JSON.stringify(line!.metadata), lots: line!.lots === null ? null : JSON.stringify(line!.lots) }).execute();
     }
     expect(auditIsClean(await audit())).toBe(true);
   });

@@ -319,4 +319,61 @@ describe.skipIf(browserUnavailable !== null)(title, () => {
       await edit(400);
     }
   });
+
+  it('12. reverses part of an earn from its ledger line: the lot and the balance keep what is left, and the API holds the reversal', async () => {
+    const biz = await s.business();
+    const customer = await customerWith(biz, 'refund@example.com');
+    const expiresAt = new Date(Date.now() + 90 * 86_400_000).toISOString();
+    const earn = await api(biz.private_key, 'POST', `/customers/${customer.id}/points/transaction`, { type: 'earn', amount: 500, expires_at: expiresAt });
+    const page = await signIn(biz.private_key);
+    await page.goto(`/dashboard/customers/${customer.id}`);
+    const lots = page.getByRole('region', { name: 'Lots' });
+    await lots.getByRole('cell', { name: earn.id }).waitFor();
+
+    await page.getByRole('button', { name: `Reverse transaction ${earn.id}`, exact: true }).click();
+    const form = page.getByRole('form', { name: 'Reverse a transaction', exact: true });
+    await form.getByLabel('Points to reverse', { exact: true }).fill('200');
+    await form.getByLabel('Refund reference', { exact: true }).fill('refund-9');
+    await form.getByRole('button', { name: 'Reverse points', exact: true }).click();
+    await balanceShows(page, '300');
+    await page.getByRole('cell', { name: 'refund-9' }).waitFor();
+    await lots.getByRole('row').filter({ hasText: earn.id }).getByRole('cell', { name: '300', exact: true }).waitFor();
+
+    const ledger = await api(biz.private_key, 'GET', `/customers/${customer.id}/transactions`);
+    expect(ledger.map((t: { type: string; amount: number }) => [t.type, t.amount])).toEqual(expect.arrayContaining([['earn', 500], ['reversal', 200]]));
+    const [lot] = await api(biz.private_key, 'GET', `/customers/${customer.id}/lots`);
+    expect(lot).toMatchObject({ transaction_id: earn.id, remaining: 300, reversed: 200, expires_at: expiresAt });
+  });
+
+  it("13. changes the program's lifecycle policy on Settings; an out-of-range value shows the API's message next to its field and changes nothing", async () => {
+    const biz = await s.business();
+    const page = await signIn(biz.private_key);
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Points program', exact: true });
+    await form.getByLabel('Points expire after (days)', { exact: true }).fill('365');
+    await form.getByLabel('Pending days', { exact: true }).fill('99999');
+    await form.getByRole('button', { name: 'Save policy', exact: true }).click();
+    await form.getByRole('alert').filter({ hasText: 'validation_error' }).waitFor();
+    await expect(form.getByLabel('Pending days', { exact: true }).getAttribute('aria-invalid')).resolves.toBe('true');
+    expect(await api(biz.private_key, 'GET', '/program')).toMatchObject({ points_expiry_days: null, pending_days: 0 });
+
+    await form.getByLabel('Pending days', { exact: true }).fill('14');
+    await form.getByLabel('Tier qualification', { exact: true }).selectOption('rolling');
+    await form.getByLabel('Window (days)', { exact: true }).fill('180');
+    await form.getByRole('button', { name: 'Save policy', exact: true }).click();
+    await form.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect(await api(biz.private_key, 'GET', '/program')).toMatchObject({
+      points_expiry_days: 365,
+      pending_days: 14,
+      expiring_notice_days: 7,
+      tier_qualification: { mode: 'rolling', window_days: 180 },
+    });
+
+    // A public key sees the policy and cannot change it.
+    const reader = await signIn(biz.public_key);
+    await reader.getByRole('link', { name: 'Settings', exact: true }).click();
+    const shown = reader.getByRole('form', { name: 'Points program', exact: true });
+    await expect(shown.getByLabel('Points expire after (days)', { exact: true }).inputValue()).resolves.toBe('365');
+    await expect(shown.getByRole('button', { name: 'Save policy' }).count()).resolves.toBe(0);
+  });
 });

@@ -67,8 +67,9 @@ describe('the typed client against the running service', () => {
       body: { type: 'deduct', amount: 5 },
     });
     const error = await unwrap(debit).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(LoyaltyApiError);
-    const body = (error as LoyaltyApiError).body;
+    // As an integrator writes it: narrowed by instanceof and by code, no casts.
+    if (!(error instanceof LoyaltyApiError)) throw new Error(`expected a LoyaltyApiError, got ${String(error)}`);
+    const body = error.body;
     if (body.code !== 'insufficient_points') throw new Error(`expected insufficient_points, got ${body.code}`);
     expect(body.balance).toBe(0);
 

@@ -46,18 +46,21 @@ const points = (
 });
 
 const movement = { transaction_id: 'txn_1', description: 'a note', reference: 'ref-1', metadata: { source: 'test' } };
+/** A credit's lot times under the default policy: spendable at once, never expiring. */
+const noLotTimes = { available_at: null, expires_at: null };
 
 const earned = (amount: number, balance: number): CustomerEvent => ({
   type: 'PointsEarned',
-  data: { ...movement, amount, base_amount: amount, multiplier: 1, balance },
+  data: { ...movement, amount, base_amount: amount, multiplier: 1, balance, ...noLotTimes },
 });
 const deducted = (amount: number, balance: number): CustomerEvent => ({
   type: 'PointsDeducted',
-  data: { ...movement, amount, balance },
+  // All from the one lot these tests make (txn_1).
+  data: { ...movement, amount, balance, lots: [{ transaction_id: 'txn_1', amount }] },
 });
 const adjusted = (amount: number, balance: number): CustomerEvent => ({
   type: 'PointsAdjusted',
-  data: { ...movement, amount, balance },
+  data: { ...movement, amount, balance, ...noLotTimes, ...(amount < 0 ? { lots: [{ transaction_id: 'txn_1', amount: -amount }] } : {}) },
 });
 
 const withTier = (state: CustomerState, multiplier: number): CustomerState => ({
@@ -79,9 +82,15 @@ describe('customer decider: registration', () => {
       businessId: 'biz_1',
       profile: profile({ phone: '+100' }),
       balance: 0,
+      pending: 0,
       lifetimeEarned: 0,
       lifetimeRedeemed: 0,
+      lifetimeExpired: 0,
       tier: null,
+      tierCheckedAt: null,
+      lots: [],
+      negativeCredits: [],
+      otherLines: {},
       redemptions: {},
     });
   });
@@ -213,7 +222,7 @@ describe('customer decider: earn, deduct, adjust (CONTRACT §5)', () => {
   it('refuses an earn whose tier multiplier would credit more than 1,000,000,000 points (the most one amount may be)', () => {
     const gold = withTier(fold(customerDecider, [registered()]), 2);
     givenState(gold).when(points('earn', 500_000_000, { applyMultiplier: true })).then([
-      { type: 'PointsEarned', data: { ...movement, amount: 1_000_000_000, base_amount: 500_000_000, multiplier: 2, balance: 1_000_000_000 } },
+      { type: 'PointsEarned', data: { ...movement, amount: 1_000_000_000, base_amount: 500_000_000, multiplier: 2, balance: 1_000_000_000, ...noLotTimes } },
     ]);
     givenState(gold).when(points('earn', 500_000_001, { applyMultiplier: true })).thenThrows('points_out_of_range', 422);
     givenState(gold).when(points('earn', 1_000_000_000)).then([earned(1_000_000_000, 1_000_000_000)]);
@@ -240,7 +249,7 @@ describe('customer decider: events and the amount limit (CONTRACT §1, §3, §8)
   });
   const recorded = (base_points: number, multiplier: number, points_awarded: number, balance: number, n = 1000): CustomerEvent => ({
     type: 'EventRecorded',
-    data: { event_id: 'evt_1', event_type: 'purchase', properties: { n }, reference: null, base_points, multiplier, points_awarded, balance },
+    data: { event_id: 'evt_1', event_type: 'purchase', properties: { n }, reference: null, base_points, multiplier, points_awarded, balance, ...noLotTimes },
   });
 
   it('records an event worth exactly 1,000,000,000 points after the multiplier', () => {
@@ -274,13 +283,13 @@ describe('customer decider: events and the amount limit (CONTRACT §1, §3, §8)
       lifetimeEarned: MAX_POINTS,
       lifetimeRedeemed: 10,
       redemptions: {
-        red_1: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 10, cancelled: false },
-        red_2: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 11, cancelled: false },
+        red_1: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 10, cancelled: false, lots: [] },
+        red_2: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 11, cancelled: false, lots: [] },
       },
     };
     givenState(redeemed)
       .when({ type: 'CancelRedemption', redemptionId: 'red_1', transactionId: 'txn_9' })
-      .then([{ type: 'RedemptionCancelled', data: { transaction_id: 'txn_9', redemption_id: 'red_1', reward_id: 'rew_1', points_cost: 10, balance: MAX_POINTS } }]);
+      .then([{ type: 'RedemptionCancelled', data: { transaction_id: 'txn_9', redemption_id: 'red_1', reward_id: 'rew_1', points_cost: 10, balance: MAX_POINTS, lots: [] } }]);
     givenState(redeemed).when({ type: 'CancelRedemption', redemptionId: 'red_2', transactionId: 'txn_9' }).thenThrows('points_out_of_range', 422);
   });
 });
@@ -291,7 +300,7 @@ describe('customer decider: tier multiplier on earn', () => {
   it('multiplies by the tier multiplier, rounding down, and records base_amount and multiplier', () => {
     givenState(withTier(base(), 1.5))
       .when(points('earn', 7, { applyMultiplier: true }))
-      .then([{ type: 'PointsEarned', data: { ...movement, amount: 10, base_amount: 7, multiplier: 1.5, balance: 10 } }]);
+      .then([{ type: 'PointsEarned', data: { ...movement, amount: 10, base_amount: 7, multiplier: 1.5, balance: 10, ...noLotTimes } }]);
   });
 
   it('uses multiplier 1 when the customer has no tier', () => {
@@ -305,7 +314,7 @@ describe('customer decider: tier multiplier on earn', () => {
   it('rounds down the exact product for a two-decimal multiplier (100 × 1.15 = 115)', () => {
     givenState(withTier(base(), 1.15))
       .when(points('earn', 100, { applyMultiplier: true }))
-      .then([{ type: 'PointsEarned', data: { ...movement, amount: 115, base_amount: 100, multiplier: 1.15, balance: 115 } }]);
+      .then([{ type: 'PointsEarned', data: { ...movement, amount: 115, base_amount: 100, multiplier: 1.15, balance: 115, ...noLotTimes } }]);
   });
 
   it('credits floor(amount × multiplier) exactly for every multiplier of 1.00 to 10.00 in hundredths, refusing a credit past 1,000,000,000', () => {

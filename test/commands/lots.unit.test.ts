@@ -36,9 +36,9 @@ describe('lots (CONTRACT.md §13)', () => {
     lots = creditLot(lots, lot('txn_soon', 20, { created: 2, expiresAt: 10 * DAY }));
     lots = creditLot(lots, lot('txn_pending', 100, { created: 3, availableAt: DAY }));
     expect(planDebit(lots, 60)).toEqual([
-      { transactionId: 'txn_soon', amount: 20 },
-      { transactionId: 'txn_late', amount: 30 },
-      { transactionId: 'txn_never', amount: 10 },
+      { transaction_id: 'txn_soon', amount: 20 },
+      { transaction_id: 'txn_late', amount: 30 },
+      { transaction_id: 'txn_never', amount: 10 },
     ]);
     // Pending points are not spendable.
     expect(spendable(lots)).toBe(100);
@@ -51,11 +51,11 @@ describe('lots (CONTRACT.md §13)', () => {
     lots = creditLot(lots, lot('txn_b', 50, { created: 1 }));
     lots = takeShares(lots, planDebit(lots, 70)!); // 70 of txn_a spent
     lots = expireLot(lots, 'txn_a').lots; // its last 30 expired
-    expect(planReversal(lots, 'txn_a', 80)).toEqual({ fromLot: 0, fromExpired: 30, fromBalance: [{ transactionId: 'txn_b', amount: 50 }] });
+    expect(planReversal(lots, 'txn_a', 80)).toEqual({ fromLot: 0, fromExpired: 30, fromBalance: [{ transaction_id: 'txn_b', amount: 50 }] });
     expect(planReversal(lots, 'txn_a', 81)).toBe('insufficient_points');
     expect(planReversal(lots, 'txn_a', 101)).toBe('reversal_exceeds_credit');
     const plan = planReversal(lots, 'txn_a', 40);
-    expect(plan).toEqual({ fromLot: 0, fromExpired: 30, fromBalance: [{ transactionId: 'txn_b', amount: 10 }] });
+    expect(plan).toEqual({ fromLot: 0, fromExpired: 30, fromBalance: [{ transaction_id: 'txn_b', amount: 10 }] });
     lots = applyReversal(lots, 'txn_a', plan as Exclude<typeof plan, string>);
     expect(spendable(lots)).toBe(40);
     // 40 of the credit's 100 are reversed, 30 of them out of the lot itself.
@@ -180,7 +180,7 @@ describe('lots (CONTRACT.md §13)', () => {
 /** The shares are available lots in consumption order, each but the last emptied. */
 function expectConsumptionOrder(lots: Lot[], shares: Share[], amount: number) {
   const available = lots.filter((l) => l.status === 'available' && l.remaining > 0).sort(consumptionOrder);
-  expect(shares.map((s) => s.transactionId)).toEqual(available.slice(0, shares.length).map((l) => l.transactionId));
+  expect(shares.map((s) => s.transaction_id)).toEqual(available.slice(0, shares.length).map((l) => l.transactionId));
   shares.slice(0, -1).forEach((s, i) => expect(s.amount).toBe(available[i]!.remaining));
   expect(shares.reduce((sum, s) => sum + s.amount, 0)).toBe(amount);
 }

@@ -56,7 +56,7 @@ describe('aggregate snapshots', () => {
     const { store: watched, reads } = observed(store);
     const cold = await loadAggregate(watched, stream, customerDecider, new StateCache(100, snapshotStore(handle.db)));
     expect(reads).toEqual([{ stream, from: 2 * SNAPSHOT_EVERY + 51 }]);
-    const full = fold(customerDecider, (await store.readStream(stream)).map((e) => ({ type: e.type, data: e.data }) as never));
+    const full = fold(customerDecider, (await store.readStream(stream)).map((e) => ({ type: e.type, data: e.data, recordedAt: e.recordedAt }) as never));
     expect(cold.state).toEqual(full);
     expect(cold.revision).toBe(2 * SNAPSHOT_EVERY + 50);
   });

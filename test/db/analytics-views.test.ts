@@ -74,6 +74,13 @@ describe('analytics views and the example queries of docs/read-models.md', () =>
   });
   afterAll(() => t.close());
 
+  it('expiry and liability per day: the last day ends at the balances (nothing expired or pending here)', async () => {
+    const rows = await run('daily-liability');
+    const total = (k: string) => rows.reduce((sum, r) => sum + Number(r[k]), 0);
+    expect([total('issued'), total('redeemed'), total('expired')]).toEqual([1050, 450, 0]);
+    expect(Number(rows.at(-1)!.outstanding_points)).toBe(600);
+  });
+
   it('outstanding points liability', async () => {
     const rows = await run('points-liability');
     expect(rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)])))).toEqual([

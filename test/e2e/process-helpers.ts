@@ -138,7 +138,7 @@ export interface ServerProcess {
 
 /**
  * Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line (with
- * `role: 'workers'`, which serves no HTTP: its "Workers running" line). One HTTP process unless
+ * `role: 'workers'`, which serves no API: its "Workers running" line). One HTTP process unless
  * `processes` says more (on a PostgreSQL server `serve` would otherwise use every core): a test
  * names the topology it means.
  */

@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { describe, it, type TestContext } from 'vitest';
+import { asListed } from '../support/expectations.js';
 import {
   api,
   exitWithin,
@@ -117,7 +118,7 @@ describe('the server process', () => {
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('duplicate_transaction');
     expect(again.body.request_id).toMatch(/^req_/);
-    expect(again.body.transaction).toEqual(awarded.body);
+    expect(again.body.transaction).toEqual(asListed(awarded.body));
 
     // 4. Spend some.
     const spent = await call('POST', `/api/v1/customers/${id}/points/transaction`, {
@@ -132,7 +133,7 @@ describe('the server process', () => {
     const summary = await call('GET', `/api/v1/customers/${id}/summary`);
     expect(summary.status).toBe(200);
     expect(summary.body.customer).toMatchObject({ id, email: 'ada@example.com', first_name: 'Ada' });
-    expect(summary.body.points).toEqual({ balance: 100, lifetime_earned: 120, lifetime_redeemed: 20 });
+    expect(summary.body.points).toEqual({ balance: 100, lifetime_earned: 120, lifetime_redeemed: 20, pending: 0, lifetime_expired: 0, next_expiring: null });
     expect(summary.body.recent_activity.map((a: { type: string; amount: number }) => [a.type, a.amount])).toEqual([
       ['deduct', 20],
       ['earn', 120],

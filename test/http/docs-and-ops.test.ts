@@ -50,11 +50,12 @@ describe('API documentation and operations endpoints', () => {
   });
 
   it('answers /healthz and /readyz with the projections and their lag', async () => {
-    expect((await t.request('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    // This process runs the workers too: their loops are part of its health (test/ops/workers-health.test.ts).
+    expect((await t.request('GET', '/healthz')).body).toMatchObject({ status: 'ok', workers: { projections: { state: 'running' }, webhooks: { state: 'running' } } });
     const ready = await t.request('GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.status).toBe('ready');
-    expect(ready.body.projections.map((p: { name: string }) => p.name)).toEqual(['access', 'customers', 'catalog', 'daily-points', 'webhooks']);
+    expect(ready.body.projections.map((p: { name: string }) => p.name)).toEqual(['access', 'customers', 'catalog', 'daily-points', 'webhooks', 'due-work']);
     for (const p of ready.body.projections) expect(p.lag).toBe(0);
   });
 

@@ -282,7 +282,7 @@ describe('event types', () => {
         ['order-2', 25],
       ]);
       const summary = await t.request('GET', `/api/v1/customers/${customerId}/summary`, { key });
-      expect(summary.body.points).toEqual({ balance: 325, lifetime_earned: 325, lifetime_redeemed: 0 });
+      expect(summary.body.points).toEqual({ balance: 325, lifetime_earned: 325, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { ISO_MS, expectError } from '../support/expectations.js';
+import { ISO_MS, asListed, expectError } from '../support/expectations.js';
 
 
 describe('events', () => {
@@ -72,11 +72,13 @@ describe('events', () => {
         base_points: 25,
         multiplier: 1,
         balance: 25,
+        available_at: null,
+        expires_at: null,
         created_at: expect.stringMatching(ISO_MS),
       });
       const noReference = await recorded(key, { customer_id: customerId, event_type: 'review' });
       expect(noReference).toMatchObject({ properties: {}, reference: null, points_awarded: 25, balance: 50 });
-      expect((await totals(key, customerId)).points).toEqual({ balance: 50, lifetime_earned: 50, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 50, lifetime_earned: 50, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('follows the worked example: 1 per whole unit, 2 per unit from 100, capped', async () => {
@@ -107,7 +109,7 @@ describe('events', () => {
           balance,
         });
       }
-      expect((await totals(key, customerId)).points).toEqual({ balance, lifetime_earned: balance, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance, lifetime_earned: balance, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('adds the default points to every applying rule, reading nested properties', async () => {
@@ -182,7 +184,7 @@ describe('events', () => {
         ['event', 300, 300],
         ['event', 100, 400],
       ]);
-      expect((await totals(key, customerId)).points).toEqual({ balance: 400, lifetime_earned: 400, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 400, lifetime_earned: 400, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('records an event worth 0 points without a ledger line', async () => {
@@ -200,11 +202,11 @@ describe('events', () => {
 
       const events = await walk(key, `/api/v1/events?customer_id=${customerId}`);
       expect(events.map((e) => e.id)).toEqual([expect.any(String), zero.body.id, small.id]);
-      expect(events[1]).toEqual(zero.body);
+      expect(events[1]).toEqual(asListed(zero.body));
       const lines = await ledger(key, customerId);
       expect(lines).toHaveLength(1);
       const s = await totals(key, customerId);
-      expect(s.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0 });
+      expect(s.points).toEqual({ balance: 10, lifetime_earned: 10, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       expect(s.recent_activity).toHaveLength(1);
       // The reference of a 0-point event is taken all the same.
       expectError(await record(key, { customer_id: customerId, event_type: 'page.view', reference: 'view-1' }), 409, 'duplicate_transaction');
@@ -232,7 +234,7 @@ describe('events', () => {
       const tooMuch = await record(key, { customer_id: customerId, event_type: 'bulk', properties: { n: 10_000 }, reference: 'bulk-1' });
       expectError(tooMuch, 422, 'points_out_of_range');
       expect(await walk(key, `/api/v1/events?customer_id=${customerId}`)).toEqual([]);
-      expect((await totals(key, customerId)).points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       const stream = await t.request('GET', `/api/v1/customers/${customerId}/stream`, { key });
       expect(stream.body.map((e: { type: string }) => e.type)).toEqual(['CustomerRegistered']);
 
@@ -305,7 +307,7 @@ describe('events', () => {
 
       const again = await record(key, { customer_id: customerId, event_type: 'purchase', properties: { amount: 999 }, reference: 'order-77' });
       expectError(again, 409, 'duplicate_transaction');
-      expect(again.body.event).toEqual(original);
+      expect(again.body.event).toEqual(asListed(original));
       expect((await totals(key, customerId)).points.balance).toBe(240);
       expect(await walk(key, `/api/v1/events?customer_id=${customerId}`)).toHaveLength(1);
 
@@ -326,7 +328,7 @@ describe('events', () => {
       expect(txn.status, txn.text).toBe(201);
       const refusedEvent = await record(key, { customer_id: customerId, event_type: 'visit', reference: 'shared-1' });
       expectError(refusedEvent, 409, 'duplicate_transaction');
-      expect(refusedEvent.body.transaction).toEqual(txn.body);
+      expect(refusedEvent.body.transaction).toEqual(asListed(txn.body));
 
       const event = await recorded(key, { customer_id: customerId, event_type: 'visit', reference: 'shared-2' });
       const refusedTxn = await t.request('POST', `/api/v1/customers/${customerId}/points/transaction`, {
@@ -334,7 +336,7 @@ describe('events', () => {
         body: { type: 'earn', amount: 5, reference: 'shared-2' },
       });
       expectError(refusedTxn, 409, 'duplicate_transaction');
-      expect(refusedTxn.body.event).toEqual(event);
+      expect(refusedTxn.body.event).toEqual(asListed(event));
 
       const reward = await t.request('POST', '/api/v1/rewards', { key, body: { title: 'Mug', points_cost: 10, reward_type: 'physical' } });
       expect(reward.status).toBe(201);
@@ -343,7 +345,7 @@ describe('events', () => {
         body: { reward_id: reward.body.id, reference: 'shared-2' },
       });
       expectError(refusedRedemption, 409, 'duplicate_transaction');
-      expect(refusedRedemption.body.event).toEqual(event);
+      expect(refusedRedemption.body.event).toEqual(asListed(event));
 
       const redemption = await t.request('POST', `/api/v1/customers/${customerId}/redemptions`, {
         key,
@@ -354,7 +356,7 @@ describe('events', () => {
       expectError(refusedByRedemption, 409, 'duplicate_transaction');
       expect(refusedByRedemption.body.redemption).toMatchObject({ id: redemption.body.id, reward_id: reward.body.id });
 
-      expect((await totals(key, customerId)).points).toEqual({ balance: 140, lifetime_earned: 150, lifetime_redeemed: 10 });
+      expect((await totals(key, customerId)).points).toEqual({ balance: 140, lifetime_earned: 150, lifetime_redeemed: 10, pending: 0, lifetime_expired: 0, next_expiring: null });
     });
 
     it('records exactly one event when parallel requests share a reference', async () => {
@@ -370,7 +372,7 @@ describe('events', () => {
       expect(refused).toHaveLength(9);
       for (const r of refused) {
         expect(r.body.code).toBe('duplicate_transaction');
-        expect(r.body.event).toEqual(created[0]!.body);
+        expect(r.body.event).toEqual(asListed(created[0]!.body));
       }
       expect((await totals(key, customerId)).points.balance).toBe(7);
     });

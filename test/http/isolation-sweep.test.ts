@@ -46,10 +46,19 @@ const ROUTES: Record<string, RouteCase> = {
   },
   'GET /api/v1/customers/:customer_id/summary': { permissions: ['customers:read', 'points:read'], foreign: [{ expect: 'customer_not_found' }] },
   'GET /api/v1/customers/:customer_id/transactions': { permissions: ['points:read'], foreign: [{ expect: 'customer_not_found' }] },
+  'GET /api/v1/customers/:customer_id/lots': { permissions: ['points:read'], foreign: [{ expect: 'customer_not_found' }] },
   'GET /api/v1/customers/:customer_id/stream': { permissions: ['points:read'], privateOnly: true, foreign: [{ expect: 'customer_not_found' }] },
   'POST /api/v1/customers/:customer_id/points/transaction': {
     permissions: ['points:write'],
     foreign: [{ body: () => earn, expect: 'customer_not_found' }],
+  },
+  'POST /api/v1/customers/:customer_id/transactions/:transaction_id/reverse': {
+    permissions: ['points:write'],
+    foreign: [
+      { body: () => ({ amount: 1 }), expect: 'customer_not_found' },
+      // B's own customer cannot reverse A's credit: it is no transaction of B's customer.
+      { ids: mixed((a) => ({ transaction_id: a.ids.transaction_id })), body: () => ({ amount: 1 }), expect: 'transaction_not_found' },
+    ],
   },
   'GET /api/v1/customers/:customer_id/redemptions': { permissions: ['points:read'], foreign: [{ expect: 'customer_not_found' }] },
   'POST /api/v1/customers/:customer_id/redemptions': {
@@ -83,6 +92,9 @@ const ROUTES: Record<string, RouteCase> = {
     foreign: [{ body: () => ({ name: 'a gold', points_threshold: 750, multiplier: 1.5 }), expect: 201 }],
   },
   'GET /api/v1/tiers': { permissions: ['rewards:read'], foreign: [{ expect: 200 }] },
+  // Each business has its own policy: B reads and changes its own.
+  'GET /api/v1/program': { permissions: ['rewards:read'], foreign: [{ expect: 200 }] },
+  'PATCH /api/v1/program': { permissions: ['rewards:write'], foreign: [{ body: () => ({ expiring_notice_days: 7 }), expect: 200 }] },
   'GET /api/v1/tiers/:tier_id': { permissions: ['rewards:read'], foreign: [{ expect: 'tier_not_found' }] },
   'PATCH /api/v1/tiers/:tier_id': { permissions: ['rewards:write'], foreign: [{ body: () => ({ multiplier: 9 }), expect: 'tier_not_found' }] },
   'POST /api/v1/event-types': {

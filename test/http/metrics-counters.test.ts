@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instanceBeside } from '../support/instance-beside.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -40,6 +41,30 @@ describe('/metrics counters for operators', () => {
       expect(sample(await metrics(), 'loyalty_rate_limited_requests_total')).toBe(refused);
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('counts writes decided again because another writer moved the stream first', async () => {
+    const { private_key: key } = await t.business();
+    const other = await instanceBeside(t);
+    try {
+      const customer = await t.request('POST', '/api/v1/customers', { key, body: { email: 'conflict@example.com' } });
+      const earn = (request: typeof t.request) => request('POST', `/api/v1/customers/${customer.body.id}/points/transaction`, { key, body: { type: 'earn', amount: 10 } });
+      expect((await earn(t.request)).status).toBe(201); // this instance now holds the customer's state
+      const elsewhere = await other.request('POST', `/api/v1/customers/${customer.body.id}/points/transaction`, key, { type: 'earn', amount: 10 });
+      expect(elsewhere.status).toBe(201);
+      const retried = () => metrics().then((text) => sample(text, 'loyalty_write_conflicts_retried_total{how="reload"}') + sample(text, 'loyalty_write_conflicts_retried_total{how="in_batch"}'));
+      const before = await retried();
+      // Decided on the state held here, one revision behind: the append meets the other instance's earn.
+      const third = await earn(t.request);
+      expect(third.status).toBe(201);
+      expect(third.body.balance).toBe(30);
+      expect(await retried()).toBe(before + 1);
+      // On a PostgreSQL server the batch decides it again while holding the stream; on PGlite the change is run again.
+      const how = t.services.database.kind === 'postgres' ? 'in_batch' : 'reload';
+      expect(sample(await metrics(), `loyalty_write_conflicts_retried_total{how="${how}"}`)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await other.services.close();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/test-app.js';
-import { ISO_MS, expectError } from '../support/expectations.js';
+import { ISO_MS, asListed, expectError } from '../support/expectations.js';
 import { foldPoints } from '../support/fold-points.js';
 
 const TXN_ID = /^txn_[A-Za-z0-9_-]{16,}$/;
@@ -47,7 +47,12 @@ describe('points', () => {
       lifetime_earned: customer.body.lifetime_earned,
       lifetime_redeemed: customer.body.lifetime_redeemed,
     };
-    expect(summary.body.points).toEqual(fromCustomer);
+    expect(summary.body.points).toEqual({
+      ...fromCustomer,
+      pending: customer.body.points_pending,
+      lifetime_expired: customer.body.lifetime_expired,
+      next_expiring: customer.body.next_expiring,
+    });
     expect(fromCustomer.balance).toBe(fromCustomer.lifetime_earned - fromCustomer.lifetime_redeemed);
     expect(fromCustomer.balance).toBeGreaterThanOrEqual(0);
     return fromCustomer;
@@ -94,6 +99,8 @@ describe('points', () => {
         description: null,
         reference: null,
         metadata: {},
+        available_at: null,
+        expires_at: null,
         created_at: expect.stringMatching(ISO_MS),
       });
       expect(await totals(key, customer.id)).toEqual({ balance: 70, lifetime_earned: 100, lifetime_redeemed: 30 });
@@ -232,9 +239,9 @@ describe('points', () => {
       ]) {
         const response = await transact(key, customer.id, body);
         expectError(response, 409, 'duplicate_transaction');
-        expect(response.body.transaction).toEqual(original.body);
+        expect(response.body.transaction).toEqual(asListed(original.body));
       }
-      expect(await ledger(key, customer.id)).toEqual([original.body]);
+      expect(await ledger(key, customer.id)).toEqual([asListed(original.body)]);
       expect(await totals(key, customer.id)).toEqual({ balance: 25, lifetime_earned: 25, lifetime_redeemed: 0 });
     });
 
@@ -282,7 +289,7 @@ describe('points', () => {
       const redeemed = steps.filter((s) => s.type === 'deduct').reduce((sum, s) => sum + s.amount, 0);
       expect(summary.body).toEqual({
         customer: { id: customer.id, email: 'summary@example.com', first_name: 'Pat', last_name: 'Lee' },
-        points: { balance: earned - redeemed, lifetime_earned: earned, lifetime_redeemed: redeemed },
+        points: { balance: earned - redeemed, lifetime_earned: earned, lifetime_redeemed: redeemed, pending: 0, lifetime_expired: 0, next_expiring: null },
         tier: { current: null, next: null },
         recent_activity: steps.slice(-10).reverse(),
       });
@@ -294,7 +301,7 @@ describe('points', () => {
       const { private_key: key } = await t.business();
       const customer = await newCustomer(key);
       const summary = await t.request('GET', `/api/v1/customers/${customer.id}/summary`, { key });
-      expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0 });
+      expect(summary.body.points).toEqual({ balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, pending: 0, lifetime_expired: 0, next_expiring: null });
       expect(summary.body.tier).toEqual({ current: null, next: null });
       expect(summary.body.recent_activity).toEqual([]);
     });
@@ -312,7 +319,7 @@ describe('points', () => {
       const responses = [];
       for (let i = 1; i <= 12; i++) {
         const body = i % 3 === 0 ? { type: 'deduct', amount: i } : { type: 'earn', amount: i * 2, reference: `r-${i}` };
-        responses.push((await ok(key, customer.id, body)).body);
+        responses.push(asListed((await ok(key, customer.id, body)).body));
       }
 
       const firstPage = await t.request('GET', `/api/v1/customers/${customer.id}/transactions?limit=5`, { key: public_key });
@@ -428,7 +435,7 @@ describe('points', () => {
         const read = await t.request('GET', `/api/v1/customers/${customer.id}`, { key });
         expect(read.body.points_balance).toBe(expected);
         const lines = await t.request('GET', `/api/v1/customers/${customer.id}/transactions?limit=200`, { key });
-        expect(lines.body.at(-1)).toEqual(response.body);
+        expect(lines.body.at(-1)).toEqual(asListed(response.body));
         expect(lines.body).toHaveLength(i);
       }
     });

@@ -367,7 +367,7 @@ describe('tiers', () => {
       expect(s.tier.current).toEqual((await customer(key, id)).tier);
       expect(s.tier.current).toMatchObject({ id: silver.id, name: 'Silver', multiplier: 1.5 });
       expect(s.tier.next).toMatchObject({ id: gold.id, name: 'Gold', points_threshold: 500, points_needed: 360 });
-      expect(s.points).toEqual({ balance: 100, lifetime_earned: 140, lifetime_redeemed: 40 });
+      expect(s.points).toEqual({ balance: 100, lifetime_earned: 140, lifetime_redeemed: 40, pending: 0, lifetime_expired: 0, next_expiring: null });
 
       await transact(key, id, { type: 'earn', amount: 1000 });
       s = await summary(key, id);

@@ -14,6 +14,7 @@ interface Service {
   image?: string;
   build?: unknown;
   environment?: Record<string, unknown>;
+  healthcheck?: { test?: unknown; disable?: boolean };
 }
 
 describe('the deployment files', () => {
@@ -36,6 +37,14 @@ describe('the deployment files', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     expect(dockerfile).toMatch(/chown node:node \/app\/data/);
     expect(dockerfile).toMatch(/^USER node$/m);
+  });
+
+  it('health-checks every service: its own check, or (built here) the image’s /healthz, which the workers answer too', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      expect(service.healthcheck?.disable, name).not.toBe(true);
+      if (service.build === undefined) expect(service.healthcheck?.test, name).toBeDefined();
+    }
+    expect(read('Dockerfile')).toMatch(/^HEALTHCHECK .*\/healthz/ms);
   });
 
   it('gives the service only variables the README documents', () => {

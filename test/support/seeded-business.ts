@@ -3,7 +3,17 @@ import type { TestApp } from './test-app.js';
 
 /** A business holding one of every resource the API serves, and the ids that address them. */
 export interface SeededBusiness extends ProvisionedBusiness {
-  ids: { customer_id: string; tier_id: string; name: string; reward_id: string; redemption_id: string; key_id: string; webhook_id: string };
+  ids: {
+    customer_id: string;
+    /** The customer's earn (a credit). */
+    transaction_id: string;
+    tier_id: string;
+    name: string;
+    reward_id: string;
+    redemption_id: string;
+    key_id: string;
+    webhook_id: string;
+  };
 }
 
 /**
@@ -20,7 +30,7 @@ export async function seedBusiness(t: TestApp, tag: string): Promise<SeededBusin
     return response.body;
   };
   const customer = await post('/api/v1/customers', { email: `${tag}@example.com`, external_reference: `${tag}-ext` });
-  await post(`/api/v1/customers/${customer.id}/points/transaction`, { type: 'earn', amount: 1000, reference: `${tag}-order` });
+  const earn = await post(`/api/v1/customers/${customer.id}/points/transaction`, { type: 'earn', amount: 1000, reference: `${tag}-order` });
   const tier = await post('/api/v1/tiers', { name: `${tag} gold`, points_threshold: 500, multiplier: 1.5 });
   const eventType = await post('/api/v1/event-types', { name: `${tag}-purchase`, display_name: 'Purchase', default_points: 10 });
   const reward = await post('/api/v1/rewards', { title: `${tag} coffee`, points_cost: 100, reward_type: 'digital', stock_quantity: 100 });
@@ -31,6 +41,7 @@ export async function seedBusiness(t: TestApp, tag: string): Promise<SeededBusin
     ...business,
     ids: {
       customer_id: customer.id,
+      transaction_id: earn.id,
       tier_id: tier.id,
       name: eventType.name,
       reward_id: reward.id,

@@ -41,8 +41,11 @@ export interface TestAppOptions {
   config?: Partial<Config>;
   /** Run the webhook dispatcher loop (default true); tests of retries drive it by hand instead. */
   runDispatcher?: boolean;
+  /** Run the lifecycle scheduler loop (default false): tests move the clock and call `services.scheduler.runOnce()`. */
+  runScheduler?: boolean;
+  scheduler?: ServicesOptions['scheduler'];
   dispatcher?: ServicesOptions['dispatcher'];
-  /** The app's clock (command times, the rate limiter); rate limiting is off unless `config.rateLimitRps` is set. */
+  /** The app's and the services' clock (command times, the rate limiter, the scheduler); rate limiting is off unless `config.rateLimitRps` is set. */
   clock?: Clock;
   /** Where the service logs (default: nowhere); tests of logging pass a pino logger on a stream. */
   logger?: ServicesOptions['logger'];
@@ -60,7 +63,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     database,
     runProjections: true,
     runDispatcher: options.runDispatcher ?? true,
+    runScheduler: options.runScheduler ?? false,
+    scheduler: options.scheduler,
     dispatcher: options.dispatcher,
+    ...(options.clock ? { clock: options.clock } : {}),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
   const app = createApp(services, options.clock ? { clock: options.clock } : {});

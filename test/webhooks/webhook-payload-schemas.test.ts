@@ -8,8 +8,10 @@ import { startTestApp, type TestApp } from '../support/test-app.js';
 
 describe('webhook payload schemas (the source of the OpenAPI webhooks and docs/webhooks.md)', () => {
   let t: TestApp;
+  let at = Date.parse('2026-05-01T10:00:00.000Z');
+  const clock = { now: () => new Date(at) };
   beforeAll(async () => {
-    t = await startTestApp({ runDispatcher: false });
+    t = await startTestApp({ runDispatcher: false, clock });
   });
   afterAll(() => t.close());
 
@@ -31,12 +33,21 @@ describe('webhook payload schemas (the source of the OpenAPI webhooks and docs/w
     const reward = await call('POST', '/api/v1/rewards', { title: 'Coffee', points_cost: 10, reward_type: 'physical' });
     const customer = await call('POST', '/api/v1/customers', { email: 'payloads@example.com' });
     const points = `/api/v1/customers/${customer.id}/points/transaction`;
-    await call('POST', points, { type: 'earn', amount: 150, reference: 'o-1' });
+    await call('PATCH', '/api/v1/program', { tier_qualification: { mode: 'rolling', window_days: 30 } });
+    const earned = await call('POST', points, { type: 'earn', amount: 150, reference: 'o-1' });
     await call('POST', points, { type: 'deduct', amount: 5 });
     await call('POST', points, { type: 'adjust', amount: -5 });
     await call('POST', '/api/v1/events', { customer_id: customer.id, event_type: 'purchase', properties: { amount: 3 } });
     const redemption = await call('POST', `/api/v1/customers/${customer.id}/redemptions`, { reward_id: reward.id });
     await call('POST', `/api/v1/customers/${customer.id}/redemptions/${redemption.id}/cancel`);
+    const day = 86_400_000;
+    await call('POST', points, { type: 'earn', amount: 20, available_at: new Date(at + day).toISOString(), expires_at: new Date(at + 10 * day).toISOString() });
+    await call('POST', `/api/v1/customers/${customer.id}/transactions/${earned.id}/reverse`, { amount: 5, reference: 'refund-1' });
+    // The lifecycle's own events: the scheduler does the due work as the clock moves on.
+    for (const days of [2, 5, 11, 45]) {
+      at += days * day;
+      await t.services.scheduler.runOnce();
+    }
 
     const seen = new Set<string>();
     const announced = ofTypes(Object.keys(ANNOUNCED) as Array<keyof typeof ANNOUNCED>);

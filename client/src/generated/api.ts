@@ -12,7 +12,7 @@ export type paths = {
         };
         /**
          * List customers
-         * @description Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain. Filters: `email` (exact, case-insensitive), `phone`, `external_reference`, `tier` (tier id). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.
+         * @description Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain. Filters: `email` (exact, case-insensitive), `phone`, `external_reference`, `tier` (tier id). A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). A public key must give an exact email, phone or external_reference: it looks customers up, it does not list them.
          */
         get: operations["listCustomers"];
         put?: never;
@@ -80,9 +80,29 @@ export type paths = {
         };
         /**
          * A customer's points ledger
-         * @description Every ledger line of the customer, each with the balance right after it. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description Every ledger line of the customer, each with the balance right after it. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/customers/{customer_id}/lots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A customer's point lots
+         * @description The customer's point lots (CONTRACT.md §13): one per credit, with what remains of it, its status and when it becomes available and expires. Debits take from available lots soonest-expiring first (never-expiring last), then oldest first. Only lots with points left unless `all=true`. The cursor is a lot's `transaction_id`. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         */
+        get: operations["listLots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -125,6 +145,26 @@ export type paths = {
          * @description A reused `reference` answers 409 `duplicate_transaction` with the original under `transaction`; a retry with the same `Idempotency-Key` replays the first response. 422 `insufficient_points` for a debit beyond the balance; 422 `points_out_of_range` for a credit that would take the balance or lifetime_earned past 2^53 − 1, or an earn whose tier multiplier would credit more than 1,000,000,000 points.
          */
         post: operations["createPointsTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/customers/{customer_id}/transactions/{transaction_id}/reverse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reverse all or part of a credit (a refund)
+         * @description Reverses `amount` (default: all not reversed yet) of an earn, positive adjust or event credit, e.g. when its order is refunded: taken from the credit’s own lot first (pending or available), then from the part of it that already expired (out of lifetime_expired, not the balance), the rest from the balance. lifetime_earned drops by the amount; in rolling tier qualification the credit counts for that much less. 404 `transaction_not_found` for an id the customer does not have; 422 `transaction_not_reversible` for a debit; 422 `reversal_exceeds_credit` beyond what is left to reverse (`reversible_amount`); 422 `insufficient_points` when the balance cannot cover the rest. Nothing is recorded on any refusal. `reference` follows the rules of points transactions.
+         */
+        post: operations["reverseTransaction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -221,6 +261,30 @@ export type paths = {
          * @description Customers keep the tier they hold; a changed threshold applies from their next earn.
          */
         patch: operations["updateTier"];
+        trace?: never;
+    };
+    "/api/v1/program": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The points lifecycle policy
+         * @description The business’s points lifecycle policy: `points_expiry_days` (null: points never expire), `pending_days`, `expiring_notice_days`, and `tier_qualification` (`lifetime`, or `rolling` over `window_days`). Until changed, the defaults: no expiry, no pending, notices 7 days ahead, lifetime tiers.
+         */
+        get: operations["getProgramSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the points lifecycle policy
+         * @description Changes any field of the policy (`tier_qualification` merges field by field); the answer is the whole policy as it now stands. The policy applies to credits made from now on, never to earlier ones. `rolling` needs `window_days` (≥ 1); a change of mode or window lets earlier credits inside the window count, and nobody is downgraded sooner than window_days after it. Out of range: 400 `validation_error` naming the field.
+         */
+        patch: operations["updateProgramSettings"];
         trace?: never;
     };
     "/api/v1/event-types": {
@@ -328,7 +392,7 @@ export type paths = {
         };
         /**
          * A customer's redemptions
-         * @description The customer’s redemptions, completed and cancelled. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description The customer’s redemptions, completed and cancelled. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listRedemptions"];
         put?: never;
@@ -372,7 +436,7 @@ export type paths = {
         };
         /**
          * List recorded events
-         * @description Recorded events of the business. Filters: `customer_id`, `event_type`. Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
+         * @description Recorded events of the business. Filters: `customer_id`, `event_type`. A window of creation times: `created_after` and `created_before` (RFC 3339, both exclusive; 400 when the end is not after the start). Oldest first, keyset-paginated: `limit` (1–200, default 50) and `starting_after`; a `Link: <…>; rel="next"` header names the next page while more remain.
          */
         get: operations["listEvents"];
         put?: never;
@@ -741,6 +805,106 @@ export type webhooks = {
         patch?: never;
         trace?: never;
     };
+    "points.released": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.released message
+         * @description Pending points became spendable (ledger type `release`); `lot_transaction_id` is the credit, `released_at` its `available_at`. Sent to endpoints subscribed to `points.released` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsReleasedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.expiring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.expiring message
+         * @description Points of a lot expire in `expiring_notice_days` or less unless spent first; sent once per lot, `transaction_id` names the lot (its credit). Sent to endpoints subscribed to `points.expiring` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsExpiringWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.expired message
+         * @description A lot's remaining points expired (ledger type `expire`); `transaction_id` is the expiry's ledger line, `lot_transaction_id` the credit, `expired_at` the lot's `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsExpiredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * points.reversed message
+         * @description All or part of a credit was reversed (ledger type `reversal`): `from_lot` came out of its lot, `from_expired` out of lifetime_expired, `lots` from the balance. Sent to endpoints subscribed to `points.reversed` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["pointsReversedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "tier.downgraded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * tier.downgraded message
+         * @description Rolling tier qualification: the points credited in the window fell below the held tier's threshold; `new_tier` is null below every threshold. Sent to endpoints subscribed to `tier.downgraded` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         */
+        post: operations["tierDowngradedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 };
 export type components = {
     schemas: {
@@ -823,6 +987,10 @@ export type components = {
                 };
                 base_amount: number;
                 multiplier: number;
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -849,6 +1017,10 @@ export type components = {
                 metadata: {
                     [key: string]: unknown;
                 };
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -875,6 +1047,14 @@ export type components = {
                 metadata: {
                     [key: string]: unknown;
                 };
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -903,6 +1083,10 @@ export type components = {
                 multiplier: number;
                 points_awarded: number;
                 balance: number;
+                /** @default null */
+                available_at: string | null;
+                /** @default null */
+                expires_at: string | null;
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -931,6 +1115,10 @@ export type components = {
                     [key: string]: unknown;
                 };
                 balance: number;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
@@ -954,12 +1142,148 @@ export type components = {
                 reward_id: string;
                 points_cost: number;
                 balance: number;
+                lots?: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 customer_id: string;
                 /**
                  * Format: date-time
                  * @example 2026-11-22T14:03:07.123Z
                  */
                 cancelled_at: string;
+            };
+        };
+        PointsReleasedWebhook: {
+            /** @enum {string} */
+            type: "points.released";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                lot_transaction_id: string;
+                amount: number;
+                balance: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                released_at: string;
+                customer_id: string;
+            };
+        };
+        PointsExpiringWebhook: {
+            /** @enum {string} */
+            type: "points.expiring";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                customer_id: string;
+                /** @description The lot: the id of the credit that made it. */
+                transaction_id: string;
+                /** @description The points of the lot that will expire unless spent first. */
+                amount: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                expires_at: string;
+            };
+        };
+        PointsExpiredWebhook: {
+            /** @enum {string} */
+            type: "points.expired";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                lot_transaction_id: string;
+                amount: number;
+                balance: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                expired_at: string;
+                customer_id: string;
+            };
+        };
+        PointsReversedWebhook: {
+            /** @enum {string} */
+            type: "points.reversed";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                transaction_id: string;
+                reversed_transaction_id: string;
+                amount: number;
+                from_lot: number;
+                from_expired: number;
+                lots: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
+                balance: number;
+                description: string | null;
+                reference: string | null;
+                metadata: {
+                    [key: string]: unknown;
+                };
+                customer_id: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                created_at: string;
+            };
+        };
+        TierDowngradedWebhook: {
+            /** @enum {string} */
+            type: "tier.downgraded";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            timestamp: string;
+            data: {
+                previous_tier: {
+                    id: string;
+                    name: string;
+                    points_threshold: number;
+                    multiplier: number;
+                    benefits: string[];
+                };
+                new_tier: {
+                    id: string;
+                    name: string;
+                    points_threshold: number;
+                    multiplier: number;
+                    benefits: string[];
+                } | null;
+                qualifying_points: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T14:03:07.123Z
+                 */
+                downgraded_at: string;
+                customer_id: string;
             };
         };
         /**
@@ -976,6 +1300,12 @@ export type components = {
          *       "points_balance": 620,
          *       "lifetime_earned": 720,
          *       "lifetime_redeemed": 100,
+         *       "points_pending": 0,
+         *       "lifetime_expired": 0,
+         *       "next_expiring": {
+         *         "amount": 150,
+         *         "expires_at": "2027-11-22T14:03:07.123Z"
+         *       },
          *       "tier": {
          *         "id": "tier_9XkQ2mP4vR7tY1wB3nL5",
          *         "name": "Silver",
@@ -1004,6 +1334,10 @@ export type components = {
             points_balance: number;
             lifetime_earned: number;
             lifetime_redeemed: number;
+            /** @description Points credited but not spendable yet (until their `available_at`). */
+            points_pending: number;
+            lifetime_expired: number;
+            next_expiring: components["schemas"]["NextExpiring"];
             tier: components["schemas"]["CustomerTier"];
             /**
              * Format: date-time
@@ -1016,6 +1350,21 @@ export type components = {
              */
             updated_at: string;
         };
+        /**
+         * @description The points that expire soonest unless spent first, and when; null when no points expire.
+         * @example {
+         *       "amount": 150,
+         *       "expires_at": "2027-11-22T14:03:07.123Z"
+         *     }
+         */
+        NextExpiring: {
+            amount: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at: string;
+        } | null;
         /**
          * @example {
          *       "id": "tier_9XkQ2mP4vR7tY1wB3nL5",
@@ -1387,7 +1736,13 @@ export type components = {
          *       "points": {
          *         "balance": 620,
          *         "lifetime_earned": 720,
-         *         "lifetime_redeemed": 100
+         *         "lifetime_redeemed": 100,
+         *         "pending": 0,
+         *         "lifetime_expired": 0,
+         *         "next_expiring": {
+         *           "amount": 150,
+         *           "expires_at": "2027-11-22T14:03:07.123Z"
+         *         }
          *       },
          *       "tier": {
          *         "current": {
@@ -1434,6 +1789,10 @@ export type components = {
                 balance: number;
                 lifetime_earned: number;
                 lifetime_redeemed: number;
+                /** @description Points credited but not spendable yet. */
+                pending: number;
+                lifetime_expired: number;
+                next_expiring: components["schemas"]["NextExpiring"];
             };
             tier: {
                 current: components["schemas"]["CustomerTier"];
@@ -1446,7 +1805,7 @@ export type components = {
             };
             recent_activity: {
                 /** @enum {string} */
-                type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled";
+                type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled" | "release" | "expire" | "reversal";
                 amount: number;
                 description: string | null;
                 /**
@@ -1470,6 +1829,8 @@ export type components = {
          *       "metadata": {
          *         "store": "berlin-1"
          *       },
+         *       "available_at": null,
+         *       "expires_at": "2027-11-22T14:03:07.123Z",
          *       "created_at": "2026-11-22T14:03:07.123Z"
          *     }
          */
@@ -1481,7 +1842,7 @@ export type components = {
              * @description A ledger line; POST answers earn, deduct or adjust.
              * @enum {string}
              */
-            type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled";
+            type: "earn" | "deduct" | "adjust" | "event" | "redemption" | "redemption_cancelled" | "release" | "expire" | "reversal";
             /** @description Points moved; type says the direction (deduct and redemption take points away). */
             amount: number;
             /** @description The balance right after this transaction. */
@@ -1495,6 +1856,61 @@ export type components = {
             metadata: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When the points became or become spendable; null: at once (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When the points expire; null: never (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at?: string | null;
+            /** @description reversal: the credit reversed. */
+            reversed_transaction_id?: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+         *       "amount": 150,
+         *       "remaining": 150,
+         *       "reversed": 0,
+         *       "status": "available",
+         *       "available_at": null,
+         *       "expires_at": "2027-11-22T14:03:07.123Z",
+         *       "created_at": "2026-11-22T14:03:07.123Z"
+         *     }
+         */
+        Lot: {
+            /** @description The credit that made the lot (`txn_…` or `evt_…`); the list's cursor. */
+            transaction_id: string;
+            /** @description Points credited. */
+            amount: number;
+            /** @description Points still in the lot (spendable once available). */
+            remaining: number;
+            /** @description Points reversals of this credit took back. */
+            reversed: number;
+            /** @enum {string} */
+            status: "pending" | "available" | "spent" | "expired";
+            /**
+             * Format: date-time
+             * @description While pending: when it becomes spendable.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at: string | null;
+            /**
+             * Format: date-time
+             * @description When its remaining points expire; null: never.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z
@@ -1576,6 +1992,8 @@ export type components = {
          *       "base_points": 250,
          *       "multiplier": 1.25,
          *       "balance": 932,
+         *       "available_at": null,
+         *       "expires_at": null,
          *       "created_at": "2026-11-22T14:05:41.870Z"
          *     }
          */
@@ -1592,6 +2010,18 @@ export type components = {
             base_points: number;
             multiplier: number;
             balance: number;
+            /**
+             * Format: date-time
+             * @description When the points became or become spendable; null: at once (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            available_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When the points expire; null: never (and for debits).
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            expires_at?: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z
@@ -1682,7 +2112,8 @@ export type components = {
          *       "apply_multiplier": true,
          *       "metadata": {
          *         "store": "berlin-1"
-         *       }
+         *       },
+         *       "expires_at": "2027-11-22T14:03:07.123Z"
          *     }
          */
         PointsTransactionCreate: {
@@ -1706,6 +2137,77 @@ export type components = {
             };
             /** @description earn only: multiply by the customer's tier multiplier. */
             apply_multiplier?: boolean;
+            /**
+             * Format: date-time
+             * @description When the points become spendable (in the future); until then they are pending. Default: now + the program's pending_days.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            available_at?: string;
+            /**
+             * Format: date-time
+             * @description When the points expire (in the future, after available_at); null: never. Default: the program's points_expiry_days after the points become available.
+             * @example 2027-12-01T00:00:00.000Z
+             */
+            expires_at?: string | null;
+        };
+        /** @description `transaction_not_found` (404): A reversal names a transaction this customer does not have. */
+        TransactionNotFoundError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "transaction_not_found";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal names a transaction this customer does not have.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /** @description `transaction_not_reversible` (422): A reversal names a transaction that is not a credit (a deduction, negative adjust, redemption, release, expiry or reversal); nothing was recorded. */
+        TransactionNotReversibleError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "transaction_not_reversible";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal names a transaction that is not a credit (a deduction, negative adjust, redemption, release, expiry or reversal); nothing was recorded.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /** @description `reversal_exceeds_credit` (422): A reversal asks for more than the credit’s points not reversed yet; nothing was recorded. */
+        ReversalExceedsCreditError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            code: "reversal_exceeds_credit";
+            /**
+             * @description For people; may change. Branch on `code`.
+             * @example A reversal asks for more than the credit’s points not reversed yet; nothing was recorded.
+             */
+            message: string;
+            /** @example req_V1StGXR8Z5jdHi6BmyT */
+            request_id: string;
+        };
+        /**
+         * @example {
+         *       "amount": 50,
+         *       "reference": "refund-7731",
+         *       "description": "Order #7731 partly refunded"
+         *     }
+         */
+        ReversalCreate: {
+            /** @description Points to reverse; default: all of the credit not reversed yet. */
+            amount?: number;
+            /** @description Unique per customer across transactions, events and redemptions, forever (e.g. the refund id). */
+            reference?: string;
+            description?: string;
         };
         /**
          * @example {
@@ -1910,6 +2412,54 @@ export type components = {
              */
             metadata?: {
                 [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "points_expiry_days": 365,
+         *       "pending_days": 14,
+         *       "expiring_notice_days": 7,
+         *       "tier_qualification": {
+         *         "mode": "rolling",
+         *         "window_days": 365
+         *       },
+         *       "updated_at": "2026-11-22T14:03:07.123Z"
+         *     }
+         */
+        ProgramSettings: {
+            points_expiry_days: number | null;
+            pending_days: number;
+            expiring_notice_days: number;
+            tier_qualification: {
+                /** @enum {string} */
+                mode: "lifetime" | "rolling";
+                window_days: number | null;
+            };
+            /**
+             * Format: date-time
+             * @description When the policy last changed; null while it is the default.
+             * @example 2026-11-22T14:03:07.123Z
+             */
+            updated_at: string | null;
+        };
+        /**
+         * @example {
+         *       "points_expiry_days": 365,
+         *       "pending_days": 14,
+         *       "tier_qualification": {
+         *         "mode": "rolling",
+         *         "window_days": 365
+         *       }
+         *     }
+         */
+        ProgramSettingsUpdate: {
+            points_expiry_days?: number | null;
+            pending_days?: number;
+            expiring_notice_days?: number;
+            tier_qualification?: {
+                /** @enum {string} */
+                mode?: "lifetime" | "rolling";
+                window_days?: number | null;
             };
         };
         /**
@@ -2313,6 +2863,18 @@ export type components = {
             };
             /** @description Unique per customer across transactions, events and redemptions. */
             reference?: string;
+            /**
+             * Format: date-time
+             * @description When the points become spendable (in the future); until then they are pending. Default: now + the program's pending_days.
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            available_at?: string;
+            /**
+             * Format: date-time
+             * @description When the points expire (in the future, after available_at); null: never. Default: the program's points_expiry_days after the points become available.
+             * @example 2027-12-01T00:00:00.000Z
+             */
+            expires_at?: string | null;
         };
         /**
          * @example {
@@ -2355,7 +2917,7 @@ export type components = {
             /** @example whk_2wE4rT6yU8iO0pA1sD3f */
             id: string;
             url: string;
-            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description: string | null;
             active: boolean;
             /** @description Why the service disabled it (e.g. a 410 Gone), if it did. */
@@ -2389,8 +2951,8 @@ export type components = {
         WebhookCreate: {
             /** @example https://example.com/hooks/loyalty */
             url: string;
-            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled. */
-            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled, points.released, points.expiring, points.expired, points.reversed, tier.downgraded. */
+            events: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description?: string;
         };
         /** @description `webhook_not_found` (404): No webhook endpoint with this id in the key’s business. */
@@ -2415,8 +2977,8 @@ export type components = {
         WebhookUpdate: {
             /** @example https://example.com/hooks/loyalty */
             url?: string;
-            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled. */
-            events?: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "*")[];
+            /** @description Event names, or ["*"] for all: tier.upgraded, customer.created, points.earned, points.deducted, points.adjusted, event.recorded, reward.redeemed, redemption.cancelled, points.released, points.expiring, points.expired, points.reversed, tier.downgraded. */
+            events?: ("tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "*")[];
             description?: string | null;
             active?: boolean;
         };
@@ -2441,7 +3003,7 @@ export type components = {
             /** @description The webhook-id header: stable across retries of one message. */
             message_id: string;
             /** @enum {string} */
-            event_type: "tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "webhook.test";
+            event_type: "tier.upgraded" | "customer.created" | "points.earned" | "points.deducted" | "points.adjusted" | "event.recorded" | "reward.redeemed" | "redemption.cancelled" | "points.released" | "points.expiring" | "points.expired" | "points.reversed" | "tier.downgraded" | "webhook.test";
             attempt: number;
             /**
              * Format: date-time
@@ -2722,6 +3284,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
                 /** @description Exact e-mail, case-insensitive. */
                 email?: string;
                 /** @description Exact phone number, as stored. */
@@ -3417,6 +3983,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
             };
             header?: never;
             path: {
@@ -3438,6 +4008,136 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PointsTransaction"][];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerNotFoundError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    listLots: {
+        parameters: {
+            query?: {
+                /** @description Page size (1–200, default 50). */
+                limit?: number;
+                /** @description Id of the last item of the previous page. */
+                starting_after?: string;
+                /** @description Also lots with nothing left (spent, expired, fully reversed). */
+                all?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description A customer’s id (`cust_…`). */
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lots with points left (every lot with `all=true`), oldest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lot"][];
                 };
             };
             /** @description The request is not valid; nothing was done. */
@@ -3797,6 +4497,181 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InsufficientPointsError"] | components["schemas"]["PointsOutOfRangeError"] | components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    reverseTransaction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request replays the first answer (`Idempotent-Replayed: true`) instead of doing it again; with a different request it answers 422 `idempotency_key_reused`, while the first still runs 409 `idempotency_key_in_progress`. Scoped to the business, kept 24 hours. Use one key per logical operation and reuse it on every retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A customer’s id (`cust_…`). */
+                customer_id: string;
+                /** @description The credit’s id: `txn_…` of an earn or adjust, `evt_…` of an event. */
+                transaction_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReversalCreate"];
+            };
+        };
+        responses: {
+            /** @description The reversal (type `reversal`), with the balance right after it. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PointsTransaction"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"] | components["schemas"]["InvalidJsonError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
+                };
+            };
+            /** @description Unknown id (another business’s ids are unknown too). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomerNotFoundError"] | components["schemas"]["TransactionNotFoundError"];
+                };
+            };
+            /** @description Conflict with the current state (see `code`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DuplicateTransactionError"] | components["schemas"]["ConflictError"] | components["schemas"]["IdempotencyKeyInProgressError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body is not sent as `application/json`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description Valid, but it cannot be done (see `code`); nothing was recorded. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPointsError"] | components["schemas"]["TransactionNotReversibleError"] | components["schemas"]["ReversalExceedsCreditError"] | components["schemas"]["IdempotencyKeyReusedError"];
                 };
             };
             /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
@@ -4746,6 +5621,269 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TierNotFoundError"];
+                };
+            };
+            /** @description Conflict with the current state (see `code`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictError"] | components["schemas"]["IdempotencyKeyInProgressError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The body is not sent as `application/json`. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsupportedMediaTypeError"];
+                };
+            };
+            /** @description Valid, but it cannot be done (see `code`); nothing was recorded. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdempotencyKeyReusedError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    getProgramSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policy as it stands. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProgramSettings"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"];
+                };
+            };
+            /** @description The body is over 64 KiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayloadTooLargeError"];
+                };
+            };
+            /** @description The key’s request budget is used up; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description A fault on the service’s side, logged with the request id. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalErrorError"];
+                };
+            };
+            /** @description A store is unavailable; nothing was written. Retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnavailableError"];
+                };
+            };
+        };
+    };
+    updateProgramSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request replays the first answer (`Idempotent-Replayed: true`) instead of doing it again; with a different request it answers 422 `idempotency_key_reused`, while the first still runs 409 `idempotency_key_in_progress`. Scoped to the business, kept 24 hours. Use one key per logical operation and reuse it on every retry. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProgramSettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The policy as it now stands. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProgramSettings"];
+                };
+            };
+            /** @description The request is not valid; nothing was done. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorError"] | components["schemas"]["InvalidJsonError"];
+                };
+            };
+            /** @description Missing, invalid or ambiguous API key. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MissingApiKeyError"] | components["schemas"]["InvalidApiKeyError"] | components["schemas"]["AmbiguousApiKeyError"];
+                };
+            };
+            /** @description The key may not do this. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InsufficientPermissionsError"] | components["schemas"]["PublicKeyNotAllowedError"];
                 };
             };
             /** @description Conflict with the current state (see `code`). */
@@ -5977,6 +7115,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
             };
             header?: never;
             path: {
@@ -6449,6 +7591,10 @@ export interface operations {
                 limit?: number;
                 /** @description Id of the last item of the previous page. */
                 starting_after?: string;
+                /** @description Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`. */
+                created_after?: string;
+                /** @description Only items created before this instant (exclusive); must be later than `created_after`. */
+                created_before?: string;
                 /** @description A customer’s id (`cust_…`). */
                 customer_id?: string;
                 /** @description Only events of this event type (its name). */
@@ -8804,6 +9950,237 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RedemptionCancelledWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsReleasedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.released",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_2b9c5d1e8f3a4b7c9d0e1f2a",
+                 *         "lot_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "balance": 770,
+                 *         "released_at": "2026-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsReleasedWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsExpiringWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.expiring",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "expires_at": "2027-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsExpiringWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsExpiredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.expired",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_5e6f7a8b9c0d1e2f3a4b5c6d",
+                 *         "lot_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "balance": 470,
+                 *         "expired_at": "2027-11-29T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsExpiredWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    pointsReversedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "points.reversed",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "transaction_id": "txn_4KpL6nM8qR0sT2uV4wX6",
+                 *         "reversed_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *         "amount": 150,
+                 *         "from_lot": 100,
+                 *         "from_expired": 0,
+                 *         "lots": [
+                 *           {
+                 *             "transaction_id": "txn_7YhG5fD3sA1qW9eR7tY5",
+                 *             "amount": 50
+                 *           }
+                 *         ],
+                 *         "balance": 470,
+                 *         "description": "Order #7731 refunded",
+                 *         "reference": "refund-7731",
+                 *         "metadata": {},
+                 *         "created_at": "2026-11-22T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsReversedWebhook"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 15 s acknowledges the message; 410 Gone disables the endpoint; anything else is retried. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    tierDowngradedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The message id (`msg_…`): the same on every retry of one message; receivers deduplicate on it. */
+                "webhook-id": string;
+                /** @description Seconds since the epoch when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the endpoint’s secret (two, space-separated, during a rotation). */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "tier.downgraded",
+                 *       "timestamp": "2026-11-22T14:03:07.123Z",
+                 *       "data": {
+                 *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
+                 *         "previous_tier": {
+                 *           "id": "tier_9kLm2NpQ4rSt6VwX8yZa",
+                 *           "name": "Silver",
+                 *           "points_threshold": 500,
+                 *           "multiplier": 1.25,
+                 *           "benefits": [
+                 *             "Free delivery"
+                 *           ]
+                 *         },
+                 *         "new_tier": null,
+                 *         "qualifying_points": 320,
+                 *         "downgraded_at": "2027-02-20T14:03:07.123Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TierDowngradedWebhook"];
             };
         };
         responses: {

@@ -31,7 +31,7 @@ export function FormError({ error }: { error: SubmitError | Error | null | undef
 /** A labelled input with the API's complaint about it (if any) right below it. */
 /** The input attributes the forms use. */
 interface InputProps {
-  type?: 'text' | 'email' | 'tel' | 'url' | 'number';
+  type?: 'text' | 'email' | 'tel' | 'url' | 'number' | 'datetime-local';
   required?: boolean;
   min?: number;
   max?: number;

@@ -8,7 +8,7 @@ import { formatChange, formatNumber } from '../format.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
 import { useSubmission } from '../submission.js';
-import { type Customer, customerName, type Redemption, type Reward, type StreamEvent, type Transaction } from '../types.js';
+import { type Customer, customerName, type Lot, type Redemption, type Reward, type StreamEvent, type Transaction } from '../types.js';
 import { ChainCheck } from './chain-check.js';
 
 export function CustomerPage({ id }: { id: string }) {
@@ -43,16 +43,15 @@ export function CustomerPage({ id }: { id: string }) {
           </figcaption>
           <span class="stat-value">{formatNumber(c.points_balance)}</span>
         </figure>
-        {c.points_pending !== undefined && <Stat label="Pending" value={formatNumber(c.points_pending)} />}
+        <Stat label="Pending" value={formatNumber(c.points_pending)} />
         <Stat label="Lifetime earned" value={formatNumber(c.lifetime_earned)} />
         <Stat label="Lifetime redeemed" value={formatNumber(c.lifetime_redeemed)} />
         <Stat label="Tier" value={c.tier ? `${c.tier.name} (×${c.tier.multiplier})` : 'None yet'} />
-        {c.next_expiring !== undefined && (
-          <Stat
-            label="Next expiring"
-            value={c.next_expiring ? `${formatNumber(c.next_expiring.amount)} on ${c.next_expiring.expires_at.slice(0, 10)}` : 'Nothing expires'}
-          />
-        )}
+        <Stat label="Lifetime expired" value={formatNumber(c.lifetime_expired)} />
+        <Stat
+          label="Next expiring"
+          value={c.next_expiring ? `${formatNumber(c.next_expiring.amount)} on ${c.next_expiring.expires_at.slice(0, 10)}` : 'Nothing expires'}
+        />
       </section>
       <div class="columns">
         <section class="card">
@@ -82,7 +81,8 @@ export function CustomerPage({ id }: { id: string }) {
           </section>
         )}
       </div>
-      <Ledger customerId={c.id} version={version} />
+      <Lots customerId={c.id} version={version} />
+      <Ledger customerId={c.id} version={version} canReverse={can('points:write')} onReversed={changed} />
       <Redemptions customerId={c.id} version={version} onCancelled={changed} canCancel={can('points:write')} />
       {can('points:read') && !readOnly ? (
         <Stream customerId={c.id} version={version} />
@@ -139,6 +139,8 @@ function PointsForm({ kind, customerId, onDone }: { kind: Kind; customerId: stri
     const body: Record<string, unknown> = { type: kind, amount: amount === '' ? undefined : Number(amount) };
     if (text('reference')) body.reference = text('reference');
     if (text('description')) body.description = text('description');
+    // datetime-local is the browser's local time; the API takes an instant.
+    for (const field of ['available_at', 'expires_at']) if (text(field)) body[field] = new Date(text(field)).toISOString();
     setDone(null);
     const result = await submit<Transaction>('POST', `/customers/${encodeURIComponent(customerId)}/points/transaction`, body);
     if (result) {
@@ -152,6 +154,12 @@ function PointsForm({ kind, customerId, onDone }: { kind: Kind; customerId: stri
       <Field label="Amount" name="amount" type="number" inputMode="numeric" step={1} required error={error} hint={hint} />
       <Field label="Reference" name="reference" error={error} hint="Optional: your order or case number. A reference is used once per customer." />
       <Field label="Description" name="description" error={error} />
+      {kind !== 'deduct' && (
+        <>
+          <Field label="Available from" name="available_at" type="datetime-local" error={error} hint="Optional: until then the points are pending. Default: the program's pending days." />
+          <Field label="Expires at" name="expires_at" type="datetime-local" error={error} hint="Optional: default the program's expiry policy." />
+        </>
+      )}
       <FormError error={error} />
       {done && (
         <p class="success" role="status">
@@ -237,17 +245,116 @@ const LEDGER_COLUMNS: Column<Transaction>[] = [
   { header: 'Reference', wide: true, cell: (t) => <span class="mono small">{t.reference ?? ''}</span> },
 ];
 
-function Ledger({ customerId, version }: { customerId: string; version: number }) {
+/** Ledger lines a reversal can take back: credits (CONTRACT.md §13). */
+const isCredit = (t: Transaction) => t.type === 'earn' || t.type === 'event' || (t.type === 'adjust' && t.amount > 0);
+
+function Ledger({ customerId, version, canReverse, onReversed }: { customerId: string; version: number; canReverse: boolean; onReversed: () => void }) {
   const cursor = useCursor();
+  const [reversing, setReversing] = useState<Transaction | null>(null);
   const ledger = useLoad(() => api.page<Transaction>(`/customers/${encodeURIComponent(customerId)}/transactions?limit=50${cursor.query()}`), [customerId, cursor.after, version]);
+  const columns: Column<Transaction>[] = canReverse
+    ? [
+        ...LEDGER_COLUMNS,
+        {
+          header: 'Action',
+          cell: (t) =>
+            isCredit(t) && (
+              <button type="button" class="small-button" aria-label={`Reverse transaction ${t.id}`} onClick={() => setReversing(t)}>
+                Reverse
+              </button>
+            ),
+        },
+      ]
+    : LEDGER_COLUMNS;
   return (
     <section class="card" aria-labelledby="ledger-title">
       <h2 id="ledger-title">Ledger</h2>
+      {reversing && (
+        <ReverseForm
+          customerId={customerId}
+          credit={reversing}
+          onClose={() => setReversing(null)}
+          onDone={() => {
+            setReversing(null);
+            onReversed();
+          }}
+        />
+      )}
       <Listing loaded={ledger} empty={<Empty title="No points moved yet.">Award points above, or record an event for this customer through the API.</Empty>}>
         {(items, next) => (
           <>
-            <DataTable rows={items} columns={LEDGER_COLUMNS} rowKey={(t) => t.id} />
+            <DataTable rows={items} columns={columns} rowKey={(t) => t.id} />
             <Pager cursor={cursor} next={next} labels={['Earlier lines', 'Later lines']} />
+          </>
+        )}
+      </Listing>
+    </section>
+  );
+}
+
+/** Reverses all or part of a credit, e.g. for a refunded order (POST …/transactions/{id}/reverse). */
+function ReverseForm({ customerId, credit, onClose, onDone }: { customerId: string; credit: Transaction; onClose: () => void; onDone: () => void }) {
+  const { submit, busy, error } = useSubmission();
+  async function onSubmit(e: Event) {
+    e.preventDefault();
+    const data = new FormData(e.currentTarget as HTMLFormElement);
+    const text = (name: string) => String(data.get(name) ?? '').trim();
+    const body: Record<string, unknown> = {};
+    if (text('amount')) body.amount = Number(text('amount'));
+    if (text('reference')) body.reference = text('reference');
+    if (text('description')) body.description = text('description');
+    const path = `/customers/${encodeURIComponent(customerId)}/transactions/${encodeURIComponent(credit.id)}/reverse`;
+    if (await submit('POST', path, body)) onDone();
+  }
+  return (
+    <form aria-label="Reverse a transaction" onSubmit={onSubmit} class="grid-form reverse">
+      <h3>
+        Reverse {formatNumber(credit.amount)} points of <span class="mono">{credit.id}</span>
+      </h3>
+      <Field label="Points to reverse" name="amount" type="number" inputMode="numeric" step={1} min={1} error={error} hint="Leave empty to reverse everything not reversed yet." />
+      <Field label="Refund reference" name="reference" error={error} hint="Optional: your refund id. A reference is used once per customer." />
+      <Field label="Reason" name="description" error={error} />
+      <FormError error={error} />
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
+          Reverse points
+        </button>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </form>
+  );
+}
+
+const LOT_COLUMNS: Column<Lot>[] = [
+  { header: 'Credit', cell: (l) => <span class="mono small">{l.transaction_id}</span> },
+  { header: 'Points', numeric: true, cell: (l) => <Num value={l.amount} /> },
+  { header: 'Left', numeric: true, cell: (l) => <Num value={l.remaining} /> },
+  { header: 'Status', cell: (l) => <span class={`pill pill-${l.status}`}>{l.status}</span> },
+  { header: 'Spendable from', cell: (l) => (l.available_at ? <Time iso={l.available_at} /> : <span class="muted">at once</span>) },
+  { header: 'Expires', cell: (l) => (l.expires_at ? <Time iso={l.expires_at} /> : <span class="muted">never</span>) },
+];
+
+/** The customer's lots (CONTRACT.md §13): what is left of each credit, soonest to expire first. */
+function Lots({ customerId, version }: { customerId: string; version: number }) {
+  const [all, setAll] = useState(false);
+  const cursor = useCursor();
+  const lots = useLoad(
+    () => api.page<Lot>(`/customers/${encodeURIComponent(customerId)}/lots?limit=50${all ? '&all=true' : ''}${cursor.query()}`),
+    [customerId, all, cursor.after, version],
+  );
+  return (
+    <section class="card" aria-labelledby="lots-title">
+      <h2 id="lots-title">Lots</h2>
+      <label class="check lots-toggle">
+        <input type="checkbox" checked={all} onChange={(e) => setAll((e.currentTarget as HTMLInputElement).checked)} /> Show spent, expired and reversed lots too
+      </label>
+      <Listing loaded={lots} empty={<Empty title={all ? 'No credits yet.' : 'No points left in any lot.'} />}>
+        {(items, next) => (
+          <>
+            <DataTable rows={items} columns={LOT_COLUMNS} rowKey={(l) => l.transaction_id} />
+            <Pager cursor={cursor} next={next} labels={['Earlier lots', 'Later lots']} />
           </>
         )}
       </Listing>

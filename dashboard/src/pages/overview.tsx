@@ -1,19 +1,12 @@
 import { api } from '../api.js';
 import { type Column, DataTable } from '../components/data-table.js';
 import { PageHeader } from '../components/layout.js';
-import { type DayFigures, PointsChart } from '../components/points-chart.js';
+import { PointsChart } from '../components/points-chart.js';
 import { Empty, LoadError, Loading, Num } from '../components/ui.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
+import type { Stats } from '../types.js';
 
-interface Stats {
-  from: string;
-  to: string;
-  days: DayFigures[];
-  customers: number;
-  outstanding: number;
-  tiers: Array<{ tier_id: string | null; name: string | null; points_threshold: number | null; customers: number }>;
-}
 
 const TIER_COUNT_COLUMNS: Column<Stats['tiers'][number]>[] = [
   { header: 'Tier', cell: (t) => t.name ?? <span class="muted">No tier yet</span> },
@@ -50,6 +43,7 @@ function OverviewFigures({ stats }: { stats: Stats }) {
         <Card label="Points outstanding" value={stats.outstanding} />
         <Card label="Issued, last 30 days" value={sum('issued')} />
         <Card label="Redeemed, last 30 days" value={sum('redeemed')} />
+        <Card label="Expired, last 30 days" value={sum('expired')} />
       </section>
       <section class="card">
         {stats.days.every((d) => d.issued === 0 && d.redeemed === 0 && d.expired === 0) ? (

@@ -1,23 +1,16 @@
-import { api, ApiError } from '../api.js';
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
 import { PageHeader } from '../components/layout.js';
-import { LoadError, Loading, Time } from '../components/ui.js';
+import { Field, FormError, LoadError, Loading, Time } from '../components/ui.js';
 import { useLoad } from '../load.js';
 import { useMe } from '../me.js';
+import { useSubmission } from '../submission.js';
+import type { ProgramSettings } from '../types.js';
 
-/**
- * The business and the signed-in key (GET /me), and the program settings of CONTRACT.md §13 when
- * this server offers them (GET /program); a server without them answers 404 and the page says so.
- */
+/** The business and the signed-in key (GET /me), and the points lifecycle policy (GET/PATCH /program, CONTRACT.md §13). */
 export function SettingsPage() {
-  const { me } = useMe();
-  const program = useLoad(
-    () =>
-      api.get<Record<string, unknown>>('/program').catch((e) => {
-        if (e instanceof ApiError && e.status === 404) return null;
-        throw e;
-      }),
-    [],
-  );
+  const { me, can } = useMe();
+  const program = useLoad(() => api.get<ProgramSettings>('/program'), []);
   return (
     <>
       <PageHeader title="Settings" />
@@ -47,30 +40,91 @@ export function SettingsPage() {
           <dd>{me.permissions.join(', ')}</dd>
         </dl>
       </section>
-      <section class="card">
-        <h2>Points program</h2>
+      <section class="card" aria-labelledby="program-title">
+        <h2 id="program-title">Points program</h2>
         {program.error ? (
           <LoadError error={program.error} />
-        ) : program.loading ? (
+        ) : !program.data ? (
           <Loading />
-        ) : program.data === null ? (
-          <p class="muted">
-            This server has no program settings yet (points expiry, pending points, rolling tiers). Points never expire and tiers are earned for life; tiers, rewards and event
-            types are on their own pages.
-          </p>
         ) : (
-          <dl class="profile">
-            {Object.entries(program.data ?? {}).map(([name, value]) => (
-              <>
-                <dt key={`${name}-t`}>{name.replaceAll('_', ' ')}</dt>
-                <dd key={`${name}-d`} class="mono">
-                  {typeof value === 'object' ? JSON.stringify(value) : String(value ?? 'none')}
-                </dd>
-              </>
-            ))}
-          </dl>
+          <ProgramForm settings={program.data} readOnly={!can('rewards:write')} onSaved={program.reload} />
         )}
       </section>
     </>
+  );
+}
+
+/** A whole number of days from a form field; empty: null (no expiry, no window). */
+const days = (data: FormData, name: string): number | null => {
+  const text = String(data.get(name) ?? '').trim();
+  return text === '' ? null : Number(text);
+};
+
+/**
+ * The lifecycle policy as a form (read-only without rewards:write). A change applies to credits made
+ * after it, never to points already credited.
+ */
+function ProgramForm({ settings, readOnly, onSaved }: { settings: ProgramSettings; readOnly: boolean; onSaved: () => void }) {
+  const { submit, busy, error } = useSubmission();
+  const [mode, setMode] = useState(settings.tier_qualification.mode);
+  const [saved, setSaved] = useState(false);
+  async function onSubmit(e: Event) {
+    e.preventDefault();
+    const data = new FormData(e.currentTarget as HTMLFormElement);
+    const body = {
+      points_expiry_days: days(data, 'points_expiry_days'),
+      pending_days: days(data, 'pending_days') ?? 0,
+      expiring_notice_days: days(data, 'expiring_notice_days') ?? 7,
+      tier_qualification: { mode, window_days: mode === 'rolling' ? days(data, 'tier_qualification.window_days') : null },
+    };
+    setSaved(false);
+    if (await submit('PATCH', '/program', body)) {
+      setSaved(true);
+      onSaved();
+    }
+  }
+  const value = (n: number | null) => (n === null ? '' : String(n));
+  return (
+    <form aria-label="Points program" onSubmit={onSubmit} class="grid-form">
+      <fieldset class="plain" disabled={readOnly}>
+        <Field label="Points expire after (days)" name="points_expiry_days" type="number" min={1} step={1} value={value(settings.points_expiry_days)} error={error} hint="Counted from when the points become spendable. Empty: points never expire." />
+        <Field label="Pending days" name="pending_days" type="number" min={0} step={1} value={String(settings.pending_days)} error={error} hint="Days new points wait before they can be spent (0: at once)." />
+        <Field label="Expiry notice (days before)" name="expiring_notice_days" type="number" min={1} step={1} value={String(settings.expiring_notice_days)} error={error} hint="When the points.expiring webhook is sent." />
+        <Field
+          label="Tier qualification"
+          name="tier_qualification.mode"
+          error={error}
+          control={(id) => (
+            <select id={id} name="mode" value={mode} onChange={(e) => setMode((e.currentTarget as HTMLSelectElement).value as typeof mode)}>
+              <option value="lifetime">Lifetime (kept for good)</option>
+              <option value="rolling">Rolling window</option>
+            </select>
+          )}
+        />
+        {mode === 'rolling' && (
+          <Field label="Window (days)" name="tier_qualification.window_days" type="number" min={1} step={1} required value={value(settings.tier_qualification.window_days)} error={error} hint="A customer keeps a tier while the points credited in this window reach its threshold." />
+        )}
+      </fieldset>
+      <FormError error={error} />
+      {saved && (
+        <p class="success" role="status">
+          Saved. The policy applies to points credited from now on.
+        </p>
+      )}
+      {readOnly ? (
+        <p class="muted">Changing the policy needs a key with rewards:write.</p>
+      ) : (
+        <div class="actions">
+          <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
+            Save policy
+          </button>
+        </div>
+      )}
+      {settings.updated_at && (
+        <p class="muted small">
+          Last changed <Time iso={settings.updated_at} />
+        </p>
+      )}
+    </form>
   );
 }

@@ -7,7 +7,7 @@ import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
 import type { CommandDeps } from '../command-deps.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
 import { claimWrite, releaseWrite } from '../reservation/reserve.js';
-import { loadProgram } from '../program/program-commands.js';
+import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { answeredBy, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerCommand, customerDecider, type CustomerState } from './customer-decider.js';
@@ -19,7 +19,7 @@ const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
 /** The value a unique field is reserved under: e-mail addresses compare case-insensitively. */
 const uniqueValue = (field: UniqueField, value: string) => (field === 'email' ? value.toLowerCase() : value);
 
-export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId' | 'tiers'>;
+export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId' | 'tiers' | 'lifecycle'>;
 
 export function customerCommands(deps: CommandDeps) {
   const { store } = deps;
@@ -70,9 +70,10 @@ export function customerCommands(deps: CommandDeps) {
 
     /** Returns the whole profile after the change, or null when nothing changed (a PATCH to the values already there writes nothing). */
     async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<CustomerProfile | null> {
-      const written = await changeCustomer(deps, ctx, customerId, async (customer) => {
+      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
         const { state } = customer;
-        const events = customerDecider.decide({ type: 'UpdateCustomer', changes }, state);
+        const program = await loadProgram(load, ctx.businessId);
+        const events = customerDecider.decide({ type: 'UpdateCustomer', changes, lifecycle: lifecycleAt(ctx, program) }, state);
         if (events.length === 0) return [];
         const writes: DecidedWrite[] = [customerWrite(customerId, customer, events, ctx)];
         for (const field of UNIQUE_FIELDS) {
@@ -97,7 +98,10 @@ export function customerCommands(deps: CommandDeps) {
       const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
         await assertReferenceFree(deps, customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);
-        const events = customerDecider.decide({ type: 'RecordPoints', transactionId, tiers: program.tiers, ...input }, customer.state);
+        const events = customerDecider.decide(
+          { type: 'RecordPoints', transactionId, tiers: program.tiers, lifecycle: lifecycleAt(ctx, program), ...input },
+          customer.state,
+        );
         return [
           customerWrite(customerId, customer, events, ctx),
           program.unchanged,

@@ -7,6 +7,7 @@ import { findHolder } from '../reservation/reserve.js';
 import { answeredBy, firstAppended, write, type Written } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
+import { DUE_EVENT_TYPES } from './customer-state.js';
 
 /** Thrown when a reference was used before; `record` names what was created under it. */
 export class DuplicateReference extends Error {
@@ -32,7 +33,9 @@ export function customerWrite(
   events: CustomerEvent[],
   ctx: CommandContext,
 ): DecidedWrite {
-  return decidedWrite(streams.customer(customerId), decidedOn, customerDecider, events, ctx);
+  // The state after them, folded at the time they are recorded (lots and the tier window keep it).
+  const timed = { evolve: (state: CustomerState, event: CustomerEvent) => customerDecider.evolve(state, { ...event, recordedAt: ctx.now }) };
+  return decidedWrite(streams.customer(customerId), decidedOn, timed, events, ctx);
 }
 
 /**
@@ -49,12 +52,18 @@ export function changeCustomer(
   return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
 }
 
+/** Due work decided before a command's own events (releases, expiries, notices, downgrades) is never its answer. */
+const isAnswer = (type: string) => !DUE_EVENT_TYPES.has(type);
+
 /** An event as a change appended it: what a request's answer is built from. */
 export type RecordedEvent = AnsweredEvent;
 
-/** The first event the change appended to the customer's stream (the one it was made for). */
+/**
+ * The first event the change appended to the customer's stream for the command itself (the one it
+ * was made for): due work decided before it (releases, expiries, notices, downgrades) is not the answer.
+ */
 export function firstCustomerEvent(written: { writes: AppendWrite[] } | null, customerId: string): RecordedEvent {
-  return firstAppended(written, streams.customer(customerId));
+  return firstAppended(written, streams.customer(customerId), isAnswer);
 }
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */

@@ -1,7 +1,7 @@
 import { ApiError } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import type { CommandDeps } from '../command-deps.js';
-import { loadProgram } from '../program/program-commands.js';
+import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { customerDecider } from './customer-decider.js';
 import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
@@ -10,6 +10,9 @@ export interface RecordEventInput {
   eventType: string;
   properties: Record<string, unknown>;
   reference: string | null;
+  /** When the points become spendable / expire (absent: the policy; `expiresAt: null`: never). */
+  availableAt?: string | undefined;
+  expiresAt?: string | null | undefined;
 }
 
 export function eventCommands(deps: CommandDeps) {
@@ -28,7 +31,17 @@ export function eventCommands(deps: CommandDeps) {
           throw new ApiError(422, 'unknown_event_type', `No event type named '${input.eventType}'. Create it first with POST /api/v1/event-types.`);
         }
         const events = customerDecider.decide(
-          { type: 'RecordEvent', eventId, eventType, properties: input.properties, reference: input.reference, tiers: program.tiers },
+          {
+            type: 'RecordEvent',
+            eventId,
+            eventType,
+            properties: input.properties,
+            reference: input.reference,
+            tiers: program.tiers,
+            availableAt: input.availableAt,
+            expiresAt: input.expiresAt,
+            lifecycle: lifecycleAt(ctx, program),
+          },
           customer.state,
         );
         return [

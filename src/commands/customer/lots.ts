@@ -33,11 +33,13 @@ export interface Lot {
   createdAt: string;
   /** Its `points.expiring` notice was sent. */
   noticed: boolean;
+  /** How many times it expired (a cancelled redemption's points can come back to it and expire again). */
+  expiries: number;
 }
 
-/** Points one debit (or return) took from (or gives back to) one lot. */
+/** Points one debit (or return) took from (or gives back to) one lot: the events' `LotShare`. */
 export interface Share {
-  transactionId: string;
+  transaction_id: string;
   amount: number;
 }
 
@@ -81,6 +83,7 @@ export function creditLot(lots: readonly Lot[], lot: NewLot): Lot[] {
       reversedFromLot: 0,
       status: lot.availableAt === null ? 'available' : 'pending',
       noticed: false,
+      expiries: 0,
     },
   ];
 }
@@ -113,7 +116,7 @@ export function planDebit(lots: readonly Lot[], amount: number, except?: string)
   for (const lot of lots.filter((l) => l.status === 'available' && l.remaining > 0 && l.transactionId !== except).sort(consumptionOrder)) {
     if (left === 0) break;
     const taken = Math.min(left, lot.remaining);
-    shares.push({ transactionId: lot.transactionId, amount: taken });
+    shares.push({ transaction_id: lot.transactionId, amount: taken });
     left -= taken;
   }
   return left === 0 ? shares : null;
@@ -153,7 +156,7 @@ export function expireLot(lots: readonly Lot[], transactionId: string): { lots: 
   let amount = 0;
   const next = withLot(lots, transactionId, (lot) => {
     amount = lot.remaining;
-    return { ...lot, remaining: 0, expired: lot.expired + lot.remaining, status: 'expired' };
+    return { ...lot, remaining: 0, expired: lot.expired + lot.remaining, status: 'expired', expiries: lot.expiries + 1 };
   });
   return { lots: next, amount };
 }
@@ -240,6 +243,6 @@ function withLot(lots: readonly Lot[], transactionId: string, change: (lot: Lot)
 
 function withShares(lots: readonly Lot[], shares: readonly Share[], change: (lot: Lot, amount: number) => Lot): Lot[] {
   let next = [...lots];
-  for (const share of shares) next = withLot(next, share.transactionId, (lot) => change(lot, share.amount));
+  for (const share of shares) next = withLot(next, share.transaction_id, (lot) => change(lot, share.amount));
   return next;
 }

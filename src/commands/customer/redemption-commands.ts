@@ -5,6 +5,7 @@ import type { CommandDeps } from '../command-deps.js';
 import { rewardDecider, type RewardState } from '../reward/reward-decider.js';
 import { loadReward } from '../reward/reward-commands.js';
 import { streams } from '../../events/streams.js';
+import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { customerDecider } from './customer-decider.js';
 import {
   assertReferenceFree,
@@ -40,8 +41,16 @@ export function redemptionCommands(deps: CommandDeps) {
       const written = await withReward(ctx, input.customerId, input.rewardId, async (customer, load) => {
         await assertReferenceFree(deps, input.customerId, input.reference);
         const reward = await loadReward(load, ctx, input.rewardId);
+        const program = await loadProgram(load, ctx.businessId);
         const customerEvents = customerDecider.decide(
-          { type: 'RedeemReward', redemptionId, reward: reward.reward, reference: input.reference, metadata: input.metadata },
+          {
+            type: 'RedeemReward',
+            redemptionId,
+            reward: reward.reward,
+            reference: input.reference,
+            metadata: input.metadata,
+            lifecycle: lifecycleAt(ctx, program),
+          },
           customer.state,
         );
         const rewardEvents = rewardDecider.decide({ type: 'TakeStock', redemptionId, customerId: input.customerId }, reward.state);
@@ -61,7 +70,11 @@ export function redemptionCommands(deps: CommandDeps) {
       const rewardId = state.redemptions[redemptionId]?.rewardId;
       if (!rewardId) throw errors.redemptionNotFound(redemptionId);
       const written = await withReward(ctx, customerId, rewardId, async (customer, load) => {
-        const customerEvents = customerDecider.decide({ type: 'CancelRedemption', redemptionId, transactionId: deps.ids('transaction') }, customer.state);
+        const program = await loadProgram(load, ctx.businessId);
+        const customerEvents = customerDecider.decide(
+          { type: 'CancelRedemption', redemptionId, transactionId: deps.ids('transaction'), lifecycle: lifecycleAt(ctx, program) },
+          customer.state,
+        );
         const reward = await loadReward(load, ctx, rewardId);
         const rewardEvents = rewardDecider.decide({ type: 'ReturnStock', redemptionId, customerId }, reward.state);
         return [customerWrite(customerId, customer, customerEvents, ctx), rewardWrite(rewardId, reward, rewardEvents, ctx)];

@@ -1,10 +1,10 @@
 import { errors } from '../../errors.js';
 import type { EventOf } from '../../events/catalogue.js';
-import type { EventTypeDefinition, TierDefinition } from '../../events/program-events.js';
+import { DEFAULT_PROGRAM_SETTINGS, type EventTypeDefinition, type ProgramSettings, ProgramSettingsSchema, type TierDefinition } from '../../events/program-events.js';
 import { changedFields } from '../changed-fields.js';
 import type { Decider } from '../decider.js';
 
-export type ProgramEvent = EventOf<'TierCreated' | 'TierUpdated' | 'EventTypeCreated' | 'EventTypeUpdated'>;
+export type ProgramEvent = EventOf<'TierCreated' | 'TierUpdated' | 'EventTypeCreated' | 'EventTypeUpdated' | 'ProgramSettingsChanged'>;
 
 type TierChanges = Partial<Omit<TierDefinition, 'tier_id'>>;
 type EventTypeChanges = Partial<Omit<EventTypeDefinition, 'event_type_id' | 'name'>>;
@@ -13,12 +13,23 @@ export type ProgramCommand =
   | { type: 'CreateTier'; tier: TierDefinition }
   | { type: 'UpdateTier'; tierId: string; changes: TierChanges }
   | { type: 'CreateEventType'; eventType: EventTypeDefinition }
-  | { type: 'UpdateEventType'; name: string; changes: EventTypeChanges };
+  | { type: 'UpdateEventType'; name: string; changes: EventTypeChanges }
+  | { type: 'ChangeSettings'; changes: SettingsChanges; now: Date };
 
-/** A business's program: its tiers (by id) and event types (by name). */
+/** A PATCH of the lifecycle policy: any field, `tier_qualification` merged field by field. */
+export type SettingsChanges = Partial<Omit<ProgramSettings, 'tier_qualification'>> & {
+  tier_qualification?: Partial<ProgramSettings['tier_qualification']> | undefined;
+};
+
+/** A business's program: its tiers (by id), event types (by name) and lifecycle policy. */
 export interface ProgramState {
   tiers: Record<string, TierDefinition>;
   eventTypes: Record<string, EventTypeDefinition>;
+  settings: ProgramSettings;
+  /** When the policy last changed (ISO), null while it is the default. */
+  settingsChangedAt: string | null;
+  /** When tier qualification's mode or window last changed (ISO): no rolling downgrade sooner than window_days after it. */
+  qualificationSince: string | null;
 }
 
 /** Tiers from the lowest threshold to the highest. */
@@ -27,7 +38,7 @@ export function tiersByThreshold(state: ProgramState): TierDefinition[] {
 }
 
 export const programDecider: Decider<ProgramCommand, ProgramState, ProgramEvent> = {
-  initialState: () => ({ tiers: {}, eventTypes: {} }),
+  initialState: () => ({ tiers: {}, eventTypes: {}, settings: DEFAULT_PROGRAM_SETTINGS, settingsChangedAt: null, qualificationSince: null }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -42,6 +53,13 @@ export const programDecider: Decider<ProgramCommand, ProgramState, ProgramEvent>
       case 'EventTypeUpdated': {
         const current = state.eventTypes[event.data.name]!;
         return { ...state, eventTypes: { ...state.eventTypes, [event.data.name]: { ...current, ...event.data } } };
+      }
+      case 'ProgramSettingsChanged': {
+        const { changed_at, ...settings } = event.data;
+        const before = state.settings.tier_qualification;
+        const after = settings.tier_qualification;
+        const requalified = before.mode !== after.mode || before.window_days !== after.window_days;
+        return { ...state, settings, settingsChangedAt: changed_at, qualificationSince: requalified ? changed_at : state.qualificationSince };
       }
       default: {
         const exhaustive: never = event;
@@ -74,6 +92,11 @@ export const programDecider: Decider<ProgramCommand, ProgramState, ProgramEvent>
         const changed = changedFields(current, command.changes);
         return Object.keys(changed).length === 0 ? [] : [{ type: 'EventTypeUpdated', data: { name: command.name, ...changed } }];
       }
+      case 'ChangeSettings': {
+        const settings = mergeSettings(state.settings, command.changes);
+        if (JSON.stringify(settings) === JSON.stringify(state.settings)) return [];
+        return [{ type: 'ProgramSettingsChanged', data: { ...settings, changed_at: command.now.toISOString() } }];
+      }
       default: {
         const exhaustive: never = command;
         return exhaustive;
@@ -91,4 +114,29 @@ function assertTierUnique(state: ProgramState, tier: Pick<TierDefinition, 'name'
       throw errors.conflict(`Tier '${other.name}' already has the threshold ${tier.points_threshold}.`);
     }
   }
+}
+
+/**
+ * The policy after a PATCH, validated whole (CONTRACT.md §13): `rolling` needs a window_days, and
+ * `lifetime` has none (a window given with it is refused rather than silently dropped).
+ */
+export function mergeSettings(current: ProgramSettings, changes: SettingsChanges): ProgramSettings {
+  const merged = { ...current, ...definedOnly(changes), tier_qualification: { ...current.tier_qualification, ...definedOnly(changes.tier_qualification ?? {}) } };
+  if (changes.tier_qualification?.mode === 'lifetime' && changes.tier_qualification.window_days === undefined) merged.tier_qualification.window_days = null;
+  const parsed = ProgramSettingsSchema.safeParse(merged);
+  if (!parsed.success) {
+    throw errors.validation(parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })));
+  }
+  const { mode, window_days } = parsed.data.tier_qualification;
+  if (mode === 'rolling' && window_days === null) {
+    throw errors.validation([{ path: 'tier_qualification.window_days', message: 'rolling qualification needs a window of at least 1 day' }]);
+  }
+  if (mode === 'lifetime' && window_days !== null) {
+    throw errors.validation([{ path: 'tier_qualification.window_days', message: 'must be null in lifetime mode' }]);
+  }
+  return parsed.data;
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -11,6 +11,7 @@ import { migration as m0010 } from './0010-idempotency-expiry.js';
 import { migration as m0011 } from './0011-random-attempt-ids.js';
 import { migration as m0012 } from './0012-claim-holders.js';
 import { migration as m0013 } from './0013-daily-points.js';
+import { migration as m0014 } from './0014-points-lifecycle.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0011_random_attempt_ids': m0011,
   '0012_claim_holders': m0012,
   '0013_daily_points': m0013,
+  '0014_points_lifecycle': m0014,
 };

@@ -7,6 +7,7 @@ export const TAGS = [
   { name: 'Rewards', description: 'What customers can redeem points for, with optional stock.' },
   { name: 'Redemptions', description: 'Redeem a reward for a customer, list redemptions, cancel one (points and stock go back).' },
   { name: 'Tiers', description: 'Levels reached by lifetime points; each has a multiplier applied to earns that ask for it.' },
+  { name: 'Program', description: 'The points lifecycle policy: expiry, pending days, expiring notices, lifetime or rolling tier qualification.' },
   { name: 'Webhooks', description: 'Endpoints that receive signed messages (Standard Webhooks) when things happen; the messages themselves are under `webhooks`.' },
   { name: 'API keys', description: 'Private keys (server-side, per-permission) and public keys (browsers, read-only); a key is shown once, at creation.' },
 ];

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../commands/index.js';
 import { streams } from '../../events/streams.js';
-import type { ApiKeyRow, CustomerRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
+import type { ApiKeyRow, CustomerRow, LotRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
 import type { EventType } from '../../events/catalogue.js';
 import { decode, type DecodedOf, ofTypes } from '../../events/decode.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
@@ -21,8 +21,57 @@ export interface CustomerTier {
 /** The columns a customer answer is built from (a read-model row, or one built from a write the read model has not caught up with). */
 export type CustomerAnswerRow = Pick<
   CustomerRow,
-  'id' | 'email' | 'phone' | 'first_name' | 'last_name' | 'external_reference' | 'metadata' | 'points_balance' | 'lifetime_earned' | 'lifetime_redeemed' | 'tier' | 'created_at' | 'updated_at'
+  | 'id'
+  | 'email'
+  | 'phone'
+  | 'first_name'
+  | 'last_name'
+  | 'external_reference'
+  | 'metadata'
+  | 'points_balance'
+  | 'lifetime_earned'
+  | 'lifetime_redeemed'
+  | 'points_pending'
+  | 'lifetime_expired'
+  | 'next_expiring_amount'
+  | 'next_expiring_at'
+  | 'tier'
+  | 'created_at'
+  | 'updated_at'
 >;
+
+/** A customer's points and tier before anything happened to them. */
+export const NO_POINTS = {
+  points_balance: 0,
+  lifetime_earned: 0,
+  lifetime_redeemed: 0,
+  points_pending: 0,
+  lifetime_expired: 0,
+  next_expiring_amount: null,
+  next_expiring_at: null,
+  tier: null,
+} as const satisfies Partial<CustomerAnswerRow>;
+
+/** The points that expire soonest, as the customer row keeps them (CONTRACT.md §13). */
+export function presentNextExpiring(row: Pick<CustomerRow, 'next_expiring_amount' | 'next_expiring_at'>) {
+  return row.next_expiring_at === null || row.next_expiring_amount === null
+    ? null
+    : { amount: Number(row.next_expiring_amount), expires_at: row.next_expiring_at.toISOString() };
+}
+
+/** A lot as `GET /customers/{id}/lots` shows it. */
+export function presentLot(row: LotRow) {
+  return {
+    transaction_id: row.transaction_id,
+    amount: row.amount,
+    remaining: row.remaining,
+    reversed: row.reversed,
+    status: row.status,
+    available_at: row.available_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+  };
+}
 
 export function presentCustomer(row: CustomerAnswerRow) {
   return {
@@ -36,6 +85,9 @@ export function presentCustomer(row: CustomerAnswerRow) {
     points_balance: row.points_balance,
     lifetime_earned: row.lifetime_earned,
     lifetime_redeemed: row.lifetime_redeemed,
+    points_pending: row.points_pending,
+    lifetime_expired: row.lifetime_expired,
+    next_expiring: presentNextExpiring(row),
     tier: (row.tier ?? null) as CustomerTier | null,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -169,14 +221,36 @@ export function recorded<T extends EventType>(event: RecordedEvent, ...types: T[
 }
 
 export function presentTransactionEvent(event: RecordedEvent) {
-  const entry = ledgerEntryFromEvent(recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled'));
+  const decoded = recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled');
+  const entry = ledgerEntryFromEvent(decoded);
   if (!entry) throw new Error(`${event.type} makes no ledger line`);
-  return presentTransaction(entry);
+  const { created_at, ...line } = presentTransaction(entry);
+  const times = 'available_at' in decoded.data ? decoded.data : { available_at: null, expires_at: null };
+  return { ...line, available_at: times.available_at, expires_at: times.expires_at, created_at };
+}
+
+/** The answer to a reversal: its ledger line (type `reversal`), naming the credit reversed. */
+export function presentReversalEvent(event: RecordedEvent) {
+  const { data } = recorded(event, 'PointsReversed');
+  return {
+    id: data.transaction_id,
+    customer_id: streams.customerIdOf(event.streamId),
+    type: 'reversal' as const,
+    amount: data.amount,
+    balance: data.balance,
+    description: data.description,
+    reference: data.reference,
+    metadata: data.metadata,
+    available_at: null,
+    expires_at: null,
+    reversed_transaction_id: data.reversed_transaction_id,
+    created_at: event.recordedAt.toISOString(),
+  };
 }
 
 export function presentEventRecorded(event: RecordedEvent) {
   const { data } = recorded(event, 'EventRecorded');
-  return presentEvent({
+  const { created_at, ...answer } = presentEvent({
     id: data.event_id,
     customer_id: streams.customerIdOf(event.streamId),
     event_type: data.event_type,
@@ -188,6 +262,7 @@ export function presentEventRecorded(event: RecordedEvent) {
     balance: data.balance,
     created_at: event.recordedAt,
   });
+  return { ...answer, available_at: data.available_at, expires_at: data.expires_at, created_at };
 }
 
 export function presentRewardRedeemed(event: RecordedEvent) {
@@ -210,7 +285,7 @@ export function presentRewardRedeemed(event: RecordedEvent) {
 export function presentCustomerRegistered(event: RecordedEvent) {
   const { customer_id, business_id: _business, ...profile } = recorded(event, 'CustomerRegistered').data;
   const at = event.recordedAt;
-  return presentCustomer({ id: customer_id, ...profile, points_balance: 0, lifetime_earned: 0, lifetime_redeemed: 0, tier: null, created_at: at, updated_at: at });
+  return presentCustomer({ id: customer_id, ...profile, ...NO_POINTS, created_at: at, updated_at: at });
 }
 
 export function presentTierCreated(event: RecordedEvent) {

@@ -6,10 +6,19 @@ import { commandContext } from './command-context.js';
 import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
-import { type CustomerAnswerRow, presentCustomer, presentCustomerRegistered, presentStreamEvent, presentTransaction } from '../presenters/presenters.js';
+import {
+  type CustomerAnswerRow,
+  presentCustomer,
+  NO_POINTS,
+  presentCustomerRegistered,
+  presentLot,
+  presentNextExpiring,
+  presentStreamEvent,
+  presentTransaction,
+} from '../presenters/presenters.js';
 import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
-import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, queryInteger } from '../schemas/common.js';
+import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, pageRequest, queryInteger, WindowedPageQuerySchema } from '../schemas/common.js';
 import {
   CustomerCreateSchema,
   CustomerIdParamSchema,
@@ -17,7 +26,7 @@ import {
   CustomerSchema,
   CustomerUpdateSchema,
 } from '../schemas/customer-schemas.js';
-import { PointsTransactionSchema, StreamEventSchema, SummarySchema } from '../schemas/points-schemas.js';
+import { LotListQuerySchema, LotSchema, PointsTransactionSchema, StreamEventSchema, SummarySchema } from '../schemas/points-schemas.js';
 import type { Context } from 'hono';
 
 const tags = ['Customers'];
@@ -41,10 +50,7 @@ async function customerAfterWrite(c: Context<AppEnv>, customerId: string, writte
   const base: CustomerAnswerRow = row ?? {
     id: customerId,
     ...EMPTY_PROFILE,
-    points_balance: 0,
-    lifetime_earned: 0,
-    lifetime_redeemed: 0,
-    tier: null,
+    ...NO_POINTS,
     created_at: registeredAt,
     updated_at: registeredAt,
   };
@@ -64,14 +70,15 @@ export const customerRoutes = createRouter()
       responses: { 200: jsonResponse(z.array(CustomerSchema), 'Customers, oldest first.'), ...errorResponses() },
     }),
     async (c) => {
-      const { limit, starting_after, ...filters } = c.req.valid('query');
+      const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
       if (c.var.principal.type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
         throw errors.publicKeyNotAllowed('A public key looks customers up by an exact email, phone or external_reference filter; listing them needs a private key.');
       }
-      const page = await c.var.services.queries.customers.list(c.var.principal.businessId, filters, {
-        limit,
-        startingAfter: starting_after,
-      });
+      const page = await c.var.services.queries.customers.list(
+        c.var.principal.businessId,
+        filters,
+        pageRequest({ limit, starting_after, created_after, created_before }),
+      );
       return listResponse(c, page, presentCustomer, (row) => row.id);
     },
   )
@@ -149,6 +156,12 @@ export const customerRoutes = createRouter()
       if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
       const next = customer.next_tier;
+      // Rolling qualification: the next tier is reached by the points credited within the window.
+      const { tier_qualification: qualification } = (await c.var.services.commands.program.settings(customer.business_id)).settings;
+      const qualifying =
+        qualification.mode === 'rolling' && qualification.window_days !== null
+          ? await c.var.services.queries.customers.qualifyingPoints(customer.id, c.var.clock.now(), qualification.window_days)
+          : customer.lifetime_earned;
       return c.json(
         {
           customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },
@@ -156,6 +169,9 @@ export const customerRoutes = createRouter()
             balance: customer.points_balance,
             lifetime_earned: customer.lifetime_earned,
             lifetime_redeemed: customer.lifetime_redeemed,
+            pending: customer.points_pending,
+            lifetime_expired: customer.lifetime_expired,
+            next_expiring: presentNextExpiring(customer),
           },
           tier: {
             current,
@@ -164,7 +180,7 @@ export const customerRoutes = createRouter()
                   id: next.id,
                   name: next.name,
                   points_threshold: next.points_threshold,
-                  points_needed: Math.max(0, next.points_threshold - customer.lifetime_earned),
+                  points_needed: Math.max(0, next.points_threshold - qualifying),
                 }
               : null,
           },
@@ -187,7 +203,7 @@ export const customerRoutes = createRouter()
       tags,
       summary: "A customer's points ledger",
       middleware: guard(['points:read']),
-      request: { params: CustomerIdParamSchema, query: PageQuerySchema },
+      request: { params: CustomerIdParamSchema, query: WindowedPageQuerySchema },
       responses: {
         200: jsonResponse(z.array(PointsTransactionSchema), 'Every balance change, oldest first, with the balance after it.'),
         ...errorResponses(404),
@@ -195,12 +211,29 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, {
-        limit,
-        startingAfter: starting_after,
-      });
+      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
       return listResponse(c, page, presentTransaction, (row) => row.id);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: 'get',
+      path: '/customers/{customer_id}/lots',
+      operationId: 'listLots',
+      tags,
+      summary: "A customer's point lots",
+      middleware: guard(['points:read']),
+      request: { params: CustomerIdParamSchema, query: LotListQuerySchema },
+      responses: {
+        200: jsonResponse(z.array(LotSchema), 'The lots with points left (every lot with `all=true`), oldest first.'),
+        ...errorResponses(404),
+      },
+    }),
+    async (c) => {
+      const customer = await customerOr404(c, c.req.valid('param').customer_id);
+      const { limit, starting_after, all } = c.req.valid('query');
+      const page = await c.var.services.queries.customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
+      return listResponse(c, page, presentLot, (row) => row.transaction_id);
     },
   )
   .openapi(

@@ -5,7 +5,7 @@ import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
 import { presentEvent, presentEventRecorded } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
-import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonBody, jsonResponse, pageRequest } from '../schemas/common.js';
 import { EventCreateSchema, EventListQuerySchema, EventSchema } from '../schemas/program-schemas.js';
 
 const tags = ['Events'];
@@ -35,6 +35,8 @@ export const eventRoutes = createRouter()
           eventType: body.event_type,
           properties: body.properties,
           reference: body.reference ?? null,
+          availableAt: body.available_at,
+          expiresAt: body.expires_at,
         }),
       );
       return c.json(presentEventRecorded(recorded), 201);
@@ -52,8 +54,12 @@ export const eventRoutes = createRouter()
       responses: { 200: jsonResponse(z.array(EventSchema), 'Events, oldest first.'), ...errorResponses() },
     }),
     async (c) => {
-      const { limit, starting_after, ...filters } = c.req.valid('query');
-      const page = await c.var.services.queries.catalog.events(c.var.principal.businessId, filters, { limit, startingAfter: starting_after });
+      const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
+      const page = await c.var.services.queries.catalog.events(
+        c.var.principal.businessId,
+        filters,
+        pageRequest({ limit, starting_after, created_after, created_before }),
+      );
       return listResponse(c, page, presentEvent, (row) => row.id);
     },
   );

@@ -1,7 +1,9 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
+import { sql } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LoopHealth } from '../../background-loop.js';
 import type { Services } from '../../services.js';
 import type { AppEnv } from '../env.js';
 
@@ -25,6 +27,36 @@ async function projectionLag(services: Services) {
   );
 }
 
+/**
+ * The background work this process runs: the projection loop and the webhook delivery loop, each
+ * only when it runs here; null when neither does (`serve --role api`, an HTTP process of a cluster:
+ * the workers are another process). Unhealthy when a loop's round has hung (`stalled`).
+ */
+export function workersHealth(services: Services): { healthy: boolean; projections?: LoopHealth; webhooks?: LoopHealth } | null {
+  const loops = Object.entries({ projections: services.projections.runner.health(), webhooks: services.dispatcher.health() }).filter(
+    ([, loop]) => loop.state !== 'stopped',
+  );
+  if (loops.length === 0) return null;
+  return { healthy: loops.every(([, loop]) => loop.state !== 'stalled'), ...Object.fromEntries(loops) };
+}
+
+/** A webhook message due this long ago and still unclaimed means delivery is not keeping up, or not running. */
+const OVERDUE_MS = 60_000;
+
+/**
+ * The delivery queue as any process sees it in the database, wherever the workers run: messages
+ * pending, and those `overdue` (due over a minute ago and claimed by no dispatcher). A running
+ * dispatcher claims a due message within a poll, so overdue messages mean its loop is not running
+ * or not keeping up.
+ */
+async function webhookBacklog(services: Services, now: Date): Promise<{ pending: number; overdue: number }> {
+  const { rows } = await sql<{ pending: number | string; overdue: number | string }>`
+    select count(*) as pending,
+           count(*) filter (where next_attempt_at < ${new Date(now.getTime() - OVERDUE_MS)} and (locked_until is null or locked_until < ${now})) as overdue
+      from webhook_messages where status = 'pending'`.execute(services.db);
+  return { pending: Number(rows[0]?.pending ?? 0), overdue: Number(rows[0]?.overdue ?? 0) };
+}
+
 /** One process's metrics: its registry, and the middleware that times each request into it. */
 export interface Metrics {
   registry: Registry;
@@ -34,7 +66,7 @@ export interface Metrics {
 /**
  * The metrics of this process: request latency by route and status (and requests per process),
  * projection lag and events, webhook queue depth, webhook attempts by outcome, 429s, idempotent
- * replays, and prom-client's process and Node defaults. In a cluster the primary sums every child's
+ * replays, write conflicts retried, and prom-client's process and Node defaults. In a cluster the primary sums every child's
  * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
  * read from the database, the same in every process, take the largest value instead of a sum.
  */
@@ -101,6 +133,29 @@ export function createMetrics(services: Services): Metrics {
     help: 'Requests answered with the stored answer of an earlier one with the same Idempotency-Key',
     registers: [registry],
   });
+  const conflicts = new Counter({
+    name: 'loyalty_write_conflicts_retried_total',
+    help: 'Changes decided again because another writer moved a stream first: how=reload (loaded again and retried), in_batch (decided again inside the append batch)',
+    labelNames: ['how'],
+    registers: [registry],
+  });
+  services.conflicts.onRetried((how) => conflicts.inc({ how }));
+  // Set only in a process that runs the loops, so a cluster's sum (max) shows its workers process.
+  new Gauge({
+    name: 'loyalty_worker_loop_state',
+    help: 'Background loops this process runs (loop=projections|webhooks): 1 for the state each is in (running, failing, stalled)',
+    labelNames: ['loop', 'state'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      const health = workersHealth(services);
+      if (!health) return;
+      for (const loop of ['projections', 'webhooks'] as const) {
+        const now = health[loop]?.state;
+        if (now) for (const state of ['running', 'failing', 'stalled']) this.set({ loop, state }, now === state ? 1 : 0);
+      }
+    },
+  });
   // Process and Node figures (CPU, memory, event-loop lag, GC, handles), prefixed like ours.
   collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
 
@@ -117,8 +172,9 @@ export function createMetrics(services: Services): Metrics {
 }
 
 /**
- * `/healthz` (the process is up), `/readyz` (the store answers and the read models are close to the
- * log) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
+ * `/healthz` (the process is up; where it runs the workers, their loops too: 503 when one has
+ * stalled), `/readyz` (the store answers and the read models are close to the log; the webhook
+ * queue's pending and overdue messages, reported only) and `/metrics` (Prometheus text, see `createMetrics`). None needs a key: they carry no
  * business data. `metricsText` is what `/metrics` answers: by default this process's registry; in
  * a cluster child, the whole instance's.
  */
@@ -129,13 +185,19 @@ export function registerOps(
   metricsText: () => Promise<string> = () => metrics.registry.metrics(),
   stopping: () => boolean = () => false,
 ) {
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/healthz', (c) => {
+    const workers = workersHealth(services);
+    if (!workers) return c.json({ status: 'ok' });
+    const { healthy, ...loops } = workers;
+    return c.json({ status: healthy ? 'ok' : 'stalled', workers: loops }, healthy ? 200 : 503);
+  });
   app.get('/readyz', async (c) => {
     if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
-      const projections = await projectionLag(services);
+      const [projections, webhooks] = await Promise.all([projectionLag(services), webhookBacklog(services, c.var.clock.now())]);
+      // Webhooks are reported, not judged: a stuck delivery does not stop this process serving.
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
-      return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections }, ready ? 200 : 503);
+      return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections, webhooks }, ready ? 200 : 503);
     } catch {
       return c.json({ status: 'unavailable', store: services.database.kind }, 503);
     }

@@ -2,11 +2,11 @@ import { createRoute } from '@hono/zod-openapi';
 import { commandContext } from './command-context.js';
 import { refusingDuplicates } from './duplicate-reference.js';
 import { guard } from '../middleware/guard.js';
-import { presentTransactionEvent } from '../presenters/presenters.js';
+import { presentReversalEvent, presentTransactionEvent } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
 import { errorResponses, jsonBody, jsonResponse } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
-import { PointsTransactionCreateSchema, PointsTransactionSchema } from '../schemas/points-schemas.js';
+import { PointsTransactionCreateSchema, PointsTransactionSchema, ReversalCreateSchema, TransactionParamsSchema } from '../schemas/points-schemas.js';
 
 export const pointsRoutes = createRouter().openapi(
   createRoute({
@@ -38,8 +38,37 @@ export const pointsRoutes = createRouter().openapi(
         description: body.description ?? null,
         reference: body.reference ?? null,
         metadata: body.metadata ?? {},
+        availableAt: body.available_at,
+        expiresAt: body.expires_at,
       }),
     );
     return c.json(presentTransactionEvent(recorded), 201);
+  },
+).openapi(
+  createRoute({
+    method: 'post',
+    path: '/customers/{customer_id}/transactions/{transaction_id}/reverse',
+    operationId: 'reverseTransaction',
+    tags: ['Points'],
+    summary: 'Reverse all or part of a credit (a refund)',
+    middleware: guard(['points:write']),
+    request: { params: TransactionParamsSchema, body: jsonBody(ReversalCreateSchema) },
+    responses: {
+      201: jsonResponse(PointsTransactionSchema, 'The reversal (type `reversal`), with the balance right after it.'),
+      ...errorResponses(404, 409, 422),
+    },
+  }),
+  async (c) => {
+    const { customer_id, transaction_id } = c.req.valid('param');
+    const body = c.req.valid('json');
+    const recorded = await refusingDuplicates(c, body.reference, () =>
+      c.var.services.commands.lifecycle.reverse(commandContext(c, { status: 201, present: presentReversalEvent }), customer_id, {
+        reversedId: transaction_id,
+        amount: body.amount,
+        reference: body.reference ?? null,
+        description: body.description ?? null,
+      }),
+    );
+    return c.json(presentReversalEvent(recorded), 201);
   },
 );

@@ -8,7 +8,7 @@ import { listResponse } from '../presenters/list-response.js';
 import { guard } from '../middleware/guard.js';
 import { presentRedemption, presentRewardRedeemed, recorded } from '../presenters/presenters.js';
 import { createRouter } from './router.js';
-import { errorResponses, jsonBody, jsonResponse, PageQuerySchema } from '../schemas/common.js';
+import { errorResponses, jsonBody, jsonResponse, pageRequest, WindowedPageQuerySchema } from '../schemas/common.js';
 import { CustomerIdParamSchema } from '../schemas/customer-schemas.js';
 import { RedemptionCreateSchema, RedemptionParamsSchema, RedemptionSchema } from '../schemas/program-schemas.js';
 
@@ -79,15 +79,14 @@ export const redemptionRoutes = createRouter()
       tags,
       summary: "A customer's redemptions",
       middleware: guard(['points:read']),
-      request: { params: CustomerIdParamSchema, query: PageQuerySchema },
+      request: { params: CustomerIdParamSchema, query: WindowedPageQuerySchema },
       responses: { 200: jsonResponse(z.array(RedemptionSchema), 'Redemptions, oldest first.'), ...errorResponses(404) },
     }),
     async (c) => {
       const { customer_id } = c.req.valid('param');
       const { services, principal } = c.var;
       if (!(await services.queries.customers.get(principal.businessId, customer_id))) throw errors.customerNotFound(customer_id);
-      const { limit, starting_after } = c.req.valid('query');
-      const page = await services.queries.catalog.redemptions(principal.businessId, customer_id, { limit, startingAfter: starting_after });
+      const page = await services.queries.catalog.redemptions(principal.businessId, customer_id, pageRequest(c.req.valid('query')));
       return listResponse(c, page, presentRedemption, (row) => row.id);
     },
   );

@@ -13,6 +13,30 @@ export const MetadataSchema = z
 
 export const TimestampSchema = z.string().openapi({ example: '2026-11-22T14:03:07.123Z', format: 'date-time' });
 
+/** An instant a request sets (ISO 8601 with `Z` or an offset); that it lies in the future is checked when the command decides. */
+export const InstantInputSchema = z.string().datetime({ offset: true, message: 'must be an ISO 8601 date-time, e.g. 2027-01-31T00:00:00.000Z' });
+
+/** `available_at` and `expires_at` of a credit (CONTRACT.md §13), as earn, adjust and events take them. */
+export const LotTimesInputSchema = {
+  available_at: InstantInputSchema.optional().openapi({
+    description: 'When the points become spendable (in the future); until then they are pending. Default: now + the program\'s pending_days.',
+    example: '2026-12-01T00:00:00.000Z',
+  }),
+  expires_at: InstantInputSchema.nullable()
+    .optional()
+    .openapi({
+      description:
+        'When the points expire (in the future, after available_at); null: never. Default: the program\'s points_expiry_days after the points become available.',
+      example: '2027-12-01T00:00:00.000Z',
+    }),
+};
+
+/** A credit's lot times in an answer (null when none). */
+export const LotTimesSchema = {
+  available_at: TimestampSchema.nullable().openapi({ description: 'When the points became or become spendable; null: at once (and for debits).' }),
+  expires_at: TimestampSchema.nullable().openapi({ description: 'When the points expire; null: never (and for debits).' }),
+};
+
 /** A whole number written in decimal digits in a query string (`0x10`, `1e2`, `+5` and ` 7` are refused). */
 export const queryInteger = (min: number, max: number) =>
   z
@@ -25,6 +49,41 @@ export const queryInteger = (min: number, max: number) =>
 export const PageQuerySchema = z.strictObject({
   limit: queryInteger(1, 200).default(50).openapi({ type: 'integer', minimum: 1, maximum: 200, description: 'Page size (1–200, default 50).' }),
   starting_after: z.string().min(1).optional().openapi({ description: 'Id of the last item of the previous page.' }),
+});
+
+const windowBound = (description: string) =>
+  z.iso
+    .datetime({ offset: true })
+    .transform((value) => new Date(value))
+    .optional()
+    .openapi({ type: 'string', format: 'date-time', description, example: '2026-11-01T00:00:00.000Z' });
+
+/**
+ * `?created_after=&created_before=` of the lists analysts and integrators read by date (customers,
+ * transactions, events, redemptions): RFC 3339 times (`Z` or an offset), both exclusive. Add them
+ * with `.extend(CREATED_WINDOW)` and check the pair with `.superRefine(orderedWindow)`.
+ */
+export const CREATED_WINDOW = {
+  created_after: windowBound('Only items created after this instant (exclusive), e.g. `2026-11-01T00:00:00Z`.'),
+  created_before: windowBound('Only items created before this instant (exclusive); must be later than `created_after`.'),
+};
+
+/** A window whose end is not after its start would be empty: refused, so a swapped pair is noticed. */
+export function orderedWindow(query: { created_after?: Date | undefined; created_before?: Date | undefined }, ctx: z.RefinementCtx): void {
+  if (query.created_after && query.created_before && query.created_before <= query.created_after) {
+    ctx.addIssue({ code: 'custom', path: ['created_before'], message: 'must be later than created_after' });
+  }
+}
+
+/** `PageQuerySchema` with the creation window (transactions, redemptions). */
+export const WindowedPageQuerySchema = PageQuerySchema.extend(CREATED_WINDOW).superRefine(orderedWindow);
+
+/** The page of a list with a creation window, as the read-model queries take it. */
+export const pageRequest = (query: { limit: number; starting_after?: string | undefined; created_after?: Date | undefined; created_before?: Date | undefined }) => ({
+  limit: query.limit,
+  startingAfter: query.starting_after,
+  createdAfter: query.created_after,
+  createdBefore: query.created_before,
 });
 
 export const ErrorSchema = z

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CREATED_WINDOW, MetadataSchema, orderedWindow, PageQuerySchema, TimestampSchema } from './common.js';
 
 const Email = z.string().trim().max(254).email().openapi({ example: 'ada@example.com' });
 const Phone = z
@@ -48,6 +48,12 @@ export const CustomerTierSchema = z
   })
   .openapi('CustomerTier');
 
+/** The earliest expiry among lots with points left (pending included), those points summed (CONTRACT.md §13). */
+export const NextExpiringSchema = z
+  .object({ amount: z.number().int(), expires_at: TimestampSchema })
+  .nullable()
+  .openapi('NextExpiring', { description: 'The points that expire soonest unless spent first, and when; null when no points expire.' });
+
 export const CustomerSchema = z
   .object({
     id: z.string().openapi({ example: 'cust_4fTz9QbLr2XcVw7NkP1a' }),
@@ -60,6 +66,9 @@ export const CustomerSchema = z
     points_balance: z.number().int(),
     lifetime_earned: z.number().int(),
     lifetime_redeemed: z.number().int(),
+    points_pending: z.number().int().openapi({ description: 'Points credited but not spendable yet (until their `available_at`).' }),
+    lifetime_expired: z.number().int(),
+    next_expiring: NextExpiringSchema,
     tier: CustomerTierSchema.nullable(),
     created_at: TimestampSchema,
     updated_at: TimestampSchema,
@@ -67,11 +76,12 @@ export const CustomerSchema = z
   .openapi('Customer');
 
 export const CustomerListQuerySchema = PageQuerySchema.extend({
+  ...CREATED_WINDOW,
   email: z.string().optional().openapi({ description: 'Exact e-mail, case-insensitive.' }),
   phone: z.string().optional(),
   external_reference: z.string().optional(),
   tier: z.string().optional().openapi({ description: 'Tier id.' }),
-});
+}).superRefine(orderedWindow);
 
 export const CustomerIdParamSchema = z.object({
   customer_id: z.string().openapi({ param: { name: 'customer_id', in: 'path' }, example: 'cust_4fTz9QbLr2XcVw7NkP1a' }),

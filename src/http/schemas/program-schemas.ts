@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { RuleSchema } from '../../events/program-events.js';
+import { ProgramSettingsSchema as ProgramSettingsData, RuleSchema } from '../../events/program-events.js';
 import { RewardTypeSchema } from '../../events/reward-events.js';
-import { MetadataSchema, PageQuerySchema, TimestampSchema } from './common.js';
+import { CREATED_WINDOW, LotTimesInputSchema, LotTimesSchema, MetadataSchema, orderedWindow, PageQuerySchema, TimestampSchema } from './common.js';
 
 /** A single amount of points: at most 1,000,000,000 (CONTRACT.md §1). */
 const Points = z.number().int().min(0).max(1_000_000_000);
@@ -171,6 +171,7 @@ export const EventCreateSchema = z
     event_type: z.string().min(1).max(64),
     properties: MetadataSchema.default({}).openapi({ description: 'Details of the occurrence, read by the rules.', example: { amount: 120 } }),
     reference: Reference,
+    ...LotTimesInputSchema,
   })
   .openapi('EventCreate');
 
@@ -185,11 +186,24 @@ export const EventSchema = z
     base_points: z.number().int(),
     multiplier: z.number(),
     balance: z.number().int(),
+    available_at: LotTimesSchema.available_at.optional(),
+    expires_at: LotTimesSchema.expires_at.optional(),
     created_at: TimestampSchema,
   })
   .openapi('Event');
 
 export const EventListQuerySchema = PageQuerySchema.extend({
+  ...CREATED_WINDOW,
   customer_id: z.string().optional(),
   event_type: z.string().optional(),
-});
+}).superRefine(orderedWindow);
+
+/** The points lifecycle policy (CONTRACT.md §13), as GET and PATCH /program answer it. */
+export const ProgramSettingsSchema = ProgramSettingsData.extend({
+  updated_at: TimestampSchema.nullable().openapi({ description: 'When the policy last changed; null while it is the default.' }),
+}).openapi('ProgramSettings');
+
+/** A PATCH of the policy: any field; `tier_qualification` merges field by field. */
+export const ProgramSettingsUpdateSchema = ProgramSettingsData.partial()
+  .extend({ tier_qualification: ProgramSettingsData.shape.tier_qualification.partial().optional() })
+  .openapi('ProgramSettingsUpdate');

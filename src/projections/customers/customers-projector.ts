@@ -2,30 +2,48 @@ import { sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
 import { insertRows } from '../insert-rows.js';
-import { defineProjector, type ProjectedEventOf } from '../projector.js';
-import { type LedgerEntry, ledgerEntryFromEvent } from './ledger-entry.js';
+import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
+import type { LotShare } from '../../events/customer-events.js';
+import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
+import { LOT_COLUMNS, LOT_UPSERT, LotBook } from './lot-book.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
-function lifetimeEffect(entry: LedgerEntry): { earned: number; redeemed: number } {
+function lifetimeEffect(entry: LedgerEntry): Lifetime {
   switch (entry.type) {
     case 'earn':
     case 'adjust':
     case 'event':
-      return { earned: entry.amount, redeemed: 0 };
+      return { earned: entry.amount, redeemed: 0, expired: 0 };
     case 'deduct':
     case 'redemption':
-      return { earned: 0, redeemed: entry.amount };
+      return { earned: 0, redeemed: entry.amount, expired: 0 };
     case 'redemption_cancelled':
-      return { earned: 0, redeemed: -entry.amount };
+      return { earned: 0, redeemed: -entry.amount, expired: 0 };
+    case 'release':
+      return { earned: 0, redeemed: 0, expired: 0 };
+    case 'expire':
+      return { earned: 0, redeemed: 0, expired: entry.amount };
+    case 'reversal':
+      // What the reversal took from the credit's expired part comes out of lifetime_expired (see PointsReversed).
+      return { earned: -entry.amount, redeemed: 0, expired: 0 };
   }
+}
+
+interface Lifetime {
+  earned: number;
+  redeemed: number;
+  expired: number;
 }
 
 /** What a batch's balance changes do to one customer row: the last balance, summed lifetime moves. */
 interface NetChange {
   id: string;
-  balance: number;
+  /** The balance after the batch's last ledger line; null when none changed it. */
+  balance: number | null;
   earned: number;
   redeemed: number;
+  expired: number;
+  pending: number;
   /** The last balance change's time, or null when a later profile or tier event set `updated_at`. */
   updated_at: Date | null;
 }
@@ -56,6 +74,7 @@ const LEDGER_COLUMNS = {
   reference: 'text',
   metadata: 'jsonb',
   created_at: 'timestamptz',
+  lots: 'jsonb',
 };
 const RECORDED_EVENT_COLUMNS = {
   id: 'text',
@@ -77,6 +96,8 @@ const TIER_CHANGE_COLUMNS = {
   new_tier_id: 'text',
   lifetime_earned: 'bigint',
   changed_at: 'timestamptz',
+  direction: 'text',
+  qualifying_points: 'bigint',
 };
 
 interface Batch {
@@ -88,11 +109,15 @@ interface Batch {
   recorded: Record<string, unknown>[];
   tierChanges: Record<string, unknown>[];
   net: Map<string, NetChange>;
+  lots: LotBook;
+  /** The shares of redemptions that recorded none (planned here), for their cancellations: by redemption id. */
+  plannedShares: Map<string, LotShare[]>;
 }
 
 /**
- * `customers` (profile, balance, lifetime totals, tier), `ledger_entries` (every balance change
- * with the balance after it), `recorded_events` and `tier_changes`.
+ * `customers` (profile, balance, lifetime totals, pending and next expiring points, tier),
+ * `ledger_entries` (every balance change with the balance after it), `lots` (one per credit,
+ * CONTRACT.md §13), `recorded_events` and `tier_changes`.
  *
  * Set-based: a batch costs one insert per table it adds rows to and ONE update of all the
  * customers whose balance moved (the balance after each change is in its event, so the last one
@@ -102,8 +127,18 @@ interface Batch {
  */
 export const customersProjector = defineProjector<Batch>({
   name: 'customers',
-  tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes'],
-  begin: (trx) => ({ trx, registered: [], later: [], ledger: [], recorded: [], tierChanges: [], net: new Map() }),
+  tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes', 'lots'],
+  begin: async (trx, events) => ({
+    trx,
+    registered: [],
+    later: [],
+    ledger: [],
+    recorded: [],
+    tierChanges: [],
+    net: new Map(),
+    lots: await LotBook.load(trx, events),
+    plannedShares: await plannedSharesOf(trx, events),
+  }),
   on: {
     CustomerRegistered({ data, recordedAt }, batch) {
       batch.registered.push({
@@ -129,8 +164,25 @@ export const customersProjector = defineProjector<Batch>({
         new_tier_id: event.data.new_tier.id,
         lifetime_earned: event.data.lifetime_earned,
         changed_at: event.recordedAt,
+        direction: 'upgrade',
+        qualifying_points: null,
       });
       batch.later.push(() => applyTierReached(event, batch.trx));
+      markTouched(batch.net, customerId);
+    },
+    TierDowngraded(event, batch) {
+      const customerId = streams.customerIdOf(event.streamId);
+      batch.tierChanges.push({
+        business_id: event.metadata.business_id,
+        customer_id: customerId,
+        previous_tier_id: event.data.previous_tier.id,
+        new_tier_id: event.data.new_tier?.id ?? null,
+        lifetime_earned: null,
+        changed_at: event.recordedAt,
+        direction: 'downgrade',
+        qualifying_points: event.data.qualifying_points,
+      });
+      batch.later.push(() => applyTierLost(event, batch.trx));
       markTouched(batch.net, customerId);
     },
     CustomerUpdated(event, batch) {
@@ -156,14 +208,58 @@ export const customersProjector = defineProjector<Batch>({
         created_at: event.recordedAt,
       });
       addLedgerLine(event, batch);
+      if (data.points_awarded > 0) creditLot(event, batch, data.event_id, data.points_awarded);
     },
-    PointsEarned: addLedgerLine,
-    PointsDeducted: addLedgerLine,
-    PointsAdjusted: addLedgerLine,
-    RewardRedeemed: addLedgerLine,
-    RedemptionCancelled: addLedgerLine,
+    PointsEarned(event, batch) {
+      addLedgerLine(event, batch);
+      creditLot(event, batch, event.data.transaction_id, event.data.amount);
+    },
+    PointsAdjusted(event, batch) {
+      const { data } = event;
+      const taken = data.amount < 0 ? batch.lots.debit(streams.customerIdOf(event.streamId), data.lots, -data.amount) : null;
+      addLedgerLine(event, batch, taken);
+      if (data.amount > 0) creditLot(event, batch, data.transaction_id, data.amount);
+    },
+    PointsDeducted(event, batch) {
+      addLedgerLine(event, batch, batch.lots.debit(streams.customerIdOf(event.streamId), event.data.lots, event.data.amount));
+    },
+    RewardRedeemed(event, batch) {
+      const { data } = event;
+      const taken = data.points_cost > 0 ? batch.lots.debit(streams.customerIdOf(event.streamId), data.lots, data.points_cost) : null;
+      if (taken && !data.lots) batch.plannedShares.set(data.redemption_id, taken);
+      addLedgerLine(event, batch, taken);
+    },
+    RedemptionCancelled(event, batch) {
+      const { data } = event;
+      addLedgerLine(event, batch);
+      if (data.points_cost === 0) return;
+      const shares = data.lots ?? batch.plannedShares.get(data.redemption_id);
+      if (!shares) throw new Error(`redemption ${data.redemption_id}: cancelled, but its shares are nowhere`);
+      batch.lots.giveBack(streams.customerIdOf(event.streamId), shares);
+    },
+    PointsReleased(event, batch) {
+      addLedgerLine(event, batch);
+      batch.lots.release(streams.customerIdOf(event.streamId), event.data.lot_transaction_id);
+    },
+    PointsExpiringNotified(event, batch) {
+      batch.lots.notice(streams.customerIdOf(event.streamId), event.data.lot_transaction_id);
+    },
+    PointsExpired(event, batch) {
+      addLedgerLine(event, batch);
+      batch.lots.expire(streams.customerIdOf(event.streamId), event.data.lot_transaction_id);
+    },
+    PointsReversed(event, batch) {
+      const { data } = event;
+      const change = addLedgerLine(event, batch);
+      change.expired -= data.from_expired;
+      batch.lots.reverse(streams.customerIdOf(event.streamId), data.reversed_transaction_id, {
+        fromLot: data.from_lot,
+        fromExpired: data.from_expired,
+        fromBalance: data.lots,
+      });
+    },
   },
-  async end({ trx, registered, later, tierChanges, recorded, ledger, net }) {
+  async end({ trx, registered, later, tierChanges, recorded, ledger, net, lots }) {
     await insertRows(trx, 'customers', CUSTOMER_COLUMNS, registered, {
       also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
     });
@@ -171,33 +267,90 @@ export const customersProjector = defineProjector<Batch>({
     await insertRows(trx, 'tier_changes', TIER_CHANGE_COLUMNS, tierChanges);
     await insertRows(trx, 'recorded_events', RECORDED_EVENT_COLUMNS, recorded);
     await insertRows(trx, 'ledger_entries', LEDGER_COLUMNS, ledger);
-    if (net.size === 0) return;
-    await sql`update customers c set
-        points_balance = x.balance,
-        lifetime_earned = c.lifetime_earned + x.earned,
-        lifetime_redeemed = c.lifetime_redeemed + x.redeemed,
-        updated_at = coalesce(x.updated_at, c.updated_at)
-      from jsonb_to_recordset(${JSON.stringify([...net.values()])}::jsonb) as x(id text, balance bigint, earned bigint, redeemed bigint, updated_at timestamptz)
-      where c.id = x.id`.execute(trx);
+    await insertRows(trx, 'lots', LOT_COLUMNS, lots.rows(), { onConflict: LOT_UPSERT });
+    for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
+    if (net.size > 0) {
+      await sql`update customers c set
+          points_balance = coalesce(x.balance, c.points_balance),
+          lifetime_earned = c.lifetime_earned + x.earned,
+          lifetime_redeemed = c.lifetime_redeemed + x.redeemed,
+          lifetime_expired = c.lifetime_expired + x.expired,
+          points_pending = c.points_pending + x.pending,
+          updated_at = coalesce(x.updated_at, c.updated_at)
+        from jsonb_to_recordset(${JSON.stringify([...net.values()])}::jsonb)
+          as x(id text, balance bigint, earned bigint, redeemed bigint, expired bigint, pending bigint, updated_at timestamptz)
+        where c.id = x.id`.execute(trx);
+    }
+    const expiring = lots.expiryChanged();
+    if (expiring.length > 0) await refreshNextExpiring(trx, expiring);
   },
 });
 
-/** A balance change: its ledger line (none for 0 points), and the customer's net change in this batch. */
-function addLedgerLine(
-  event: ProjectedEventOf<'PointsEarned' | 'PointsDeducted' | 'PointsAdjusted' | 'EventRecorded' | 'RewardRedeemed' | 'RedemptionCancelled'>,
-  { ledger, net }: Batch,
+/**
+ * The earliest expiry among the customers' lots with points left (pending included) and the
+ * points of that instant: two index seeks per customer on `lots_open`.
+ */
+async function refreshNextExpiring(trx: Transaction<Database>, customerIds: string[]): Promise<void> {
+  await sql`update customers c set next_expiring_at = n.at, next_expiring_amount = n.amount
+    from (
+      select x.id, f.at,
+        (select sum(l.remaining) from lots l where l.customer_id = x.id and l.remaining > 0 and l.expires_at = f.at) as amount
+      from unnest(${customerIds}::text[]) as x(id)
+      left join lateral (select min(l.expires_at) as at from lots l where l.customer_id = x.id and l.remaining > 0) f on true
+    ) n
+    where c.id = n.id`.execute(trx);
+}
+
+/**
+ * The shares of the redemptions that the batch's cancellations recorded none for (written before
+ * lots existed): as their redemptions' ledger lines keep them. Those made in the batch itself are
+ * added as their redemptions are projected.
+ */
+async function plannedSharesOf(trx: Transaction<Database>, events: readonly ProjectedEvent[]): Promise<Map<string, LotShare[]>> {
+  const ids = events.flatMap((e) => (e.type === 'RedemptionCancelled' && !e.data.lots && e.data.points_cost > 0 ? [e.data.redemption_id] : []));
+  if (ids.length === 0) return new Map();
+  const rows = await trx.selectFrom('ledger_entries').select(['id', 'lots']).where('id', 'in', ids).where('type', '=', 'redemption').execute();
+  return new Map(rows.flatMap((r) => (r.lots ? [[r.id, r.lots] as const] : [])));
+}
+
+/** A credit's lot (none for 0 points). */
+function creditLot(
+  event: ProjectedEventOf<'PointsEarned' | 'PointsAdjusted' | 'EventRecorded'>,
+  batch: Batch,
+  transactionId: string,
+  amount: number,
 ): void {
+  if (amount <= 0) return;
+  batch.lots.credit(streams.customerIdOf(event.streamId), event.metadata.business_id, {
+    transactionId,
+    amount,
+    createdAt: event.recordedAt.toISOString(),
+    availableAt: event.data.available_at,
+    expiresAt: event.data.expires_at,
+  });
+}
+
+function netOf(net: Map<string, NetChange>, customerId: string): NetChange {
+  let change = net.get(customerId);
+  if (!change) net.set(customerId, (change = { id: customerId, balance: null, earned: 0, redeemed: 0, expired: 0, pending: 0, updated_at: null }));
+  return change;
+}
+
+/**
+ * A balance change: its ledger line (none for 0 points) — a debit's with the lot shares it took —
+ * and the customer's net change in this batch.
+ */
+function addLedgerLine(event: LedgerSource & { metadata: { business_id: string } }, batch: Batch, lots: LotShare[] | null = null): NetChange {
   const entry = ledgerEntryFromEvent(event);
-  if (!entry) return;
-  const customerId = entry.customer_id;
-  const { earned, redeemed } = lifetimeEffect(entry);
-  const change = net.get(customerId) ?? { id: customerId, balance: 0, earned: 0, redeemed: 0, updated_at: null };
+  const change = netOf(batch.net, streams.customerIdOf(event.streamId));
+  if (!entry) return change;
+  const { earned, redeemed, expired } = lifetimeEffect(entry);
   change.balance = entry.balance;
   change.earned += earned;
   change.redeemed += redeemed;
+  change.expired += expired;
   change.updated_at = event.recordedAt;
-  net.set(customerId, change);
-  ledger.push({
+  batch.ledger.push({
     id: entry.id,
     business_id: event.metadata.business_id,
     customer_id: entry.customer_id,
@@ -210,7 +363,9 @@ function addLedgerLine(
     reference: entry.reference,
     metadata: entry.metadata,
     created_at: entry.created_at,
+    lots,
   });
+  return change;
 }
 
 /** A profile or tier event came after the customer's last balance change: it owns `updated_at`. */
@@ -227,6 +382,19 @@ async function applyProfileChange(event: ProjectedEventOf<'CustomerUpdated'>, tr
       ...fields,
       ...(fields.email !== undefined ? { email_lower: fields.email?.toLowerCase() ?? null } : {}),
       ...(metadata !== undefined ? { metadata: JSON.stringify(metadata) } : {}),
+      updated_at: event.recordedAt,
+    })
+    .where('id', '=', streams.customerIdOf(event.streamId))
+    .execute();
+}
+
+async function applyTierLost(event: ProjectedEventOf<'TierDowngraded'>, trx: Transaction<Database>): Promise<void> {
+  const { new_tier, downgraded_at } = event.data;
+  await trx
+    .updateTable('customers')
+    .set({
+      tier_id: new_tier?.id ?? null,
+      tier: JSON.stringify(new_tier ? { ...new_tier, achieved_at: new Date(downgraded_at).toISOString() } : null),
       updated_at: event.recordedAt,
     })
     .where('id', '=', streams.customerIdOf(event.streamId))

@@ -98,6 +98,29 @@ export function customerQueries(db: Kysely<Database>) {
       return fetchPage(q, page, seqOf('ledger_entries', { business_id: businessId, customer_id: customerId }));
     },
 
+    /**
+     * Rolling tier qualification (CONTRACT.md §13): the points credited in the window of `windowDays`
+     * that ends at `at` — each credit's lot net of its reversals, and negative adjusts.
+     */
+    async qualifyingPoints(customerId: string, at: Date, windowDays: number): Promise<number> {
+      const from = new Date(at.getTime() - windowDays * 86_400_000);
+      const { rows } = await sql<{ points: string | number }>`select
+          coalesce((select sum(amount - reversed) from lots where customer_id = ${customerId} and created_at > ${from} and created_at <= ${at}), 0)
+        + coalesce((select sum(amount) from ledger_entries
+                     where customer_id = ${customerId} and type = 'adjust' and amount < 0 and created_at > ${from} and created_at <= ${at}), 0) as points`.execute(db);
+      return Number(rows[0]!.points);
+    },
+
+    /** The customer's lots, oldest first; only those with points left unless `all`. */
+    lots(businessId: string, customerId: string, page: PageRequest, all: boolean) {
+      let q = db.selectFrom('lots').selectAll().where('business_id', '=', businessId).where('customer_id', '=', customerId);
+      if (!all) q = q.where('remaining', '>', 0);
+      return fetchPage(q, page, async (id) => {
+        const row = await db.selectFrom('lots').select('seq').where('customer_id', '=', customerId).where('transaction_id', '=', id).executeTakeFirst();
+        return row?.seq;
+      });
+    },
+
     ledgerEntry(businessId: string, id: string): Promise<LedgerEntryRow | undefined> {
       return db.selectFrom('ledger_entries').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();
     },

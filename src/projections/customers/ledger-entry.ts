@@ -122,6 +122,43 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         metadata: {},
       });
     }
+    case 'PointsReleased': {
+      const { data } = event;
+      return line(event, {
+        id: data.transaction_id,
+        type: 'release',
+        amount: data.amount,
+        balance: data.balance,
+        description: `released ${data.lot_transaction_id}`,
+        reference: null,
+        metadata: {},
+      });
+    }
+    case 'PointsExpired': {
+      const { data } = event;
+      if (data.amount === 0) return null;
+      return line(event, {
+        id: data.transaction_id,
+        type: 'expire',
+        amount: data.amount,
+        balance: data.balance,
+        description: `expired ${data.lot_transaction_id}`,
+        reference: null,
+        metadata: {},
+      });
+    }
+    case 'PointsReversed': {
+      const { data } = event;
+      return line(event, {
+        id: data.transaction_id,
+        type: 'reversal',
+        amount: data.amount,
+        balance: data.balance,
+        description: data.description ?? `reversed ${data.reversed_transaction_id}`,
+        reference: data.reference,
+        metadata: data.metadata,
+      });
+    }
     default:
       return null;
   }

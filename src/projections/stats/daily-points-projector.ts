@@ -9,16 +9,21 @@ type Figure = 'issued' | 'redeemed' | 'expired';
 /**
  * Where each ledger line counts in the day's figures, and with which sign: credits count as issued
  * on their day (an adjust is a correction of what was earned, so a negative one lowers it), debits
- * as redeemed, a cancelled redemption gives its points back on the day it is cancelled. A new
- * ledger type breaks the build here until it is placed.
+ * as redeemed, a cancelled redemption gives its points back on the day it is cancelled. An expiry
+ * counts as expired; a reversal takes back what was issued (and the part of it that had expired
+ * from expired: see `count`); a release counts nowhere, its points were issued with their credit.
+ * A new ledger type breaks the build here until it is placed.
  */
-const COUNTS: Record<LedgerType, { figure: Figure; sign: 1 | -1 }> = {
+const COUNTS: Record<LedgerType, { figure: Figure; sign: 1 | -1 } | null> = {
   earn: { figure: 'issued', sign: 1 },
   adjust: { figure: 'issued', sign: 1 },
   event: { figure: 'issued', sign: 1 },
   deduct: { figure: 'redeemed', sign: 1 },
   redemption: { figure: 'redeemed', sign: 1 },
   redemption_cancelled: { figure: 'redeemed', sign: -1 },
+  release: null,
+  expire: { figure: 'expired', sign: 1 },
+  reversal: { figure: 'issued', sign: -1 },
 };
 
 const COLUMNS = { business_id: 'text', day: 'date', issued: 'bigint', redeemed: 'bigint', expired: 'bigint' };
@@ -39,6 +44,12 @@ export const dailyPointsProjector = defineProjector<Batch>({
     EventRecorded: count,
     RewardRedeemed: count,
     RedemptionCancelled: count,
+    PointsReleased: count,
+    PointsExpired: count,
+    PointsReversed(event, batch) {
+      const row = dayOf(event, batch);
+      if (row) row.expired -= event.data.from_expired;
+    },
   },
   async end({ trx, days }) {
     await insertRows(trx, 'daily_points', COLUMNS, [...days.values()], {
@@ -53,18 +64,26 @@ export const dailyPointsProjector = defineProjector<Batch>({
 interface Batch {
   trx: Transaction<Database>;
   /** The batch's sums by `business day`. */
-  days: Map<string, Record<string, unknown> & Record<Figure, number>>;
+  days: Map<string, DayRow>;
 }
 
+type DayRow = Record<string, unknown> & Record<Figure, number>;
+
 /** Adds a ledger line's points to its business's day. */
-function count(event: LedgerSource & { metadata: { business_id: string } }, { days }: Batch): void {
+function count(event: LedgerSource & { metadata: { business_id: string } }, batch: Batch): void {
+  dayOf(event, batch);
+}
+
+/** Adds a ledger line's points to its business's day; the day's row, or null when the event made no line. */
+function dayOf(event: LedgerSource & { metadata: { business_id: string } }, { days }: Batch): DayRow | null {
   const line = ledgerEntryFromEvent(event);
-  if (!line) return;
+  if (!line) return null;
   const businessId = event.metadata.business_id;
   const day = event.recordedAt.toISOString().slice(0, 10);
   const key = `${businessId} ${day}`;
   let row = days.get(key);
   if (!row) days.set(key, (row = { business_id: businessId, day, issued: 0, redeemed: 0, expired: 0 }));
-  const { figure, sign } = COUNTS[line.type];
-  row[figure] += sign * line.amount;
+  const counts = COUNTS[line.type];
+  if (counts) row[counts.figure] += counts.sign * line.amount;
+  return row;
 }

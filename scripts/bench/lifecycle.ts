@@ -1,0 +1,177 @@
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { withMetadata } from '../../src/commands/aggregate.js';
+import type { CustomerEvent } from '../../src/commands/customer/customer-decider.js';
+import { openDatabase } from '../../src/db/database.js';
+import { streams } from '../../src/events/streams.js';
+import { newId } from '../../src/ids.js';
+import type { AppendWrite } from '../../src/store/event-store.js';
+import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { Api, earnLoad } from './load.js';
+import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
+import { initStore, ServerProcess } from './service.js';
+
+/** Lots per seeded customer: 10,000 customers × 10 lots = 100,000 lots. */
+const LOTS_PER_CUSTOMER = 10;
+/** Customers per append while seeding. */
+const CUSTOMERS_PER_APPEND = 500;
+
+export interface LifecycleMeasurement {
+  lots: number;
+  customers: number;
+  /** Lots expired per second, from the due instant (or the moment the index held them all, if later) to the last expiry. */
+  expiredPerSecond: number;
+  expirySeconds: number;
+  /** Whether every lot expired exactly once (one PointsExpired per lot, none twice). */
+  exactlyOnce: boolean;
+  /** Earns/s of the same load before the expiry run, and while it ran (earns recorded in its window). */
+  earnsBefore: number;
+  earnsDuring: number;
+  /** How late the first expiry was after the due instant. */
+  firstLateMs: number;
+}
+
+/**
+ * The lifecycle row (CONTRACT.md §13): a server on a fresh database runs a spread earn load
+ * (the baseline), then `lots` lots of other customers — seeded through the bulk path with one
+ * `expires_at` a little ahead — fall due at once while the same earn load goes on. The expiry rate
+ * and the earns' rate in that window are read back from the log (recorded_at of the events), so
+ * they measure what was written, not what a client saw.
+ */
+export async function measureLifecycle(
+  tmp: string,
+  options: { lots: number; loadCustomers: number; seconds: number },
+  log: (message: string) => void,
+): Promise<LifecycleMeasurement> {
+  const dbName = await createDatabase('lifecycle');
+  const store = { databaseUrl: databaseUrl(dbName) };
+  let server: ServerProcess | null = null;
+  try {
+    const keys = await initStore(store);
+    server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-lifecycle.log') });
+    const api = new Api(server.url, keys.private_key);
+    const customers = await api.createCustomers(options.loadCustomers, 'lifecycle');
+    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+    log(`lifecycle: baseline earns, ${options.seconds} s`);
+    const before = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds });
+
+    const lotCustomers = Math.ceil(options.lots / LOTS_PER_CUSTOMER);
+    const seedStarted = performance.now();
+    // Due after seeding and projecting (on a quiet machine about 10 s for 100,000 lots; a loaded one
+    // took 64 s), so that the index is complete when they fall due; the earn load starts just before.
+    const dueAt = new Date(Date.now() + 30_000 + options.lots * 0.9);
+    log(`lifecycle: seeding ${options.lots.toLocaleString('en-US')} lots over ${lotCustomers.toLocaleString('en-US')} customers, all expiring at ${dueAt.toISOString()}`);
+    await seedLots(databaseUrl(dbName), keys.business_id, lotCustomers, options.lots, dueAt);
+    if (!(await waitForProjections(dbName, 300))) throw new Error('the read models did not catch up with the seeded lots within 300 s');
+    // When the index held every seeded customer: the rates below count from then (or from the due instant, if later).
+    const indexed = new Date();
+    log(`lifecycle: seeded and projected in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${Math.max(0, (dueAt.getTime() - Date.now()) / 1000).toFixed(1)} s before they are due`);
+
+    const startLoadIn = dueAt.getTime() - Date.now() - 1000;
+    if (startLoadIn > 0) await new Promise((r) => setTimeout(r, startLoadIn));
+    const loadStarted = new Date();
+    const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
+    const expired = await waitForExpiries(dbName, options.lots, 600);
+    const duringResult = await during;
+    const loadEnded = new Date(loadStarted.getTime() + duringResult.seconds * 1000);
+
+    const from = new Date(Math.max(dueAt.getTime(), indexed.getTime()));
+    const window = await withClient(async (c) => {
+      const { rows } = await c.query<{ first: Date; last: Date; n: string; lots: string; counted: string }>(
+        `select min(recorded_at) as first, max(recorded_at) as last, count(*) as n, count(distinct data->>'lot_transaction_id') as lots,
+                count(*) filter (where recorded_at >= $1) as counted
+           from events where type = 'PointsExpired'`,
+        [from],
+      );
+      const w = rows[0]!;
+      // Earns while both ran: the load may stop before the last expiry, or go on after it.
+      const overlap = { from: new Date(Math.max(from.getTime(), loadStarted.getTime())), to: new Date(Math.min(new Date(w.last).getTime(), loadEnded.getTime())) };
+      const earns = await c.query<{ n: string }>(
+        `select count(*) as n from events
+          where type = 'PointsEarned' and recorded_at >= $1 and recorded_at <= $2 and stream_id = any($3)`,
+        [overlap.from, overlap.to, customers.map((id) => streams.customer(id))],
+      );
+      const overlapSeconds = Math.max(0.001, (overlap.to.getTime() - overlap.from.getTime()) / 1000);
+      return { first: new Date(w.first), last: new Date(w.last), n: Number(w.n), lots: Number(w.lots), counted: Number(w.counted), earnsPerSecond: Number(earns.rows[0]!.n) / overlapSeconds };
+    }, dbName);
+    const expirySeconds = (window.last.getTime() - from.getTime()) / 1000;
+    return {
+      lots: expired,
+      customers: lotCustomers,
+      expiredPerSecond: window.counted / expirySeconds,
+      expirySeconds,
+      exactlyOnce: window.n === options.lots && window.lots === options.lots,
+      earnsBefore: before.okPerSecond,
+      earnsDuring: window.earnsPerSecond,
+      firstLateMs: window.first.getTime() - dueAt.getTime(),
+    };
+  } finally {
+    await server?.stop();
+    await dropDatabase(dbName);
+  }
+}
+
+/**
+ * Registrations and `lots` earns of 10 points (one lot each, expiring at `dueAt`) over `customers`
+ * customers, appended straight to the log of the database at `url` (the bulk path: as the decider
+ * writes them, without requests). The seeded customers' ids.
+ */
+export async function seedLots(url: string, businessId: string, customers: number, lots: number, dueAt: Date): Promise<string[]> {
+  const ids: string[] = [];
+  const database = await openDatabase({ databaseUrl: url, poolSize: 3 });
+  try {
+    const eventStore = new PostgresEventStore(database.db);
+    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+    let left = lots;
+    for (let made = 0; made < customers; ) {
+      const writes: AppendWrite[] = [];
+      for (let i = 0; i < CUSTOMERS_PER_APPEND && made < customers; i++, made++) {
+        const customerId = newId('customer');
+        ids.push(customerId);
+        const events: CustomerEvent[] = [
+          {
+            type: 'CustomerRegistered',
+            data: { customer_id: customerId, business_id: businessId, email: `${customerId}@bench.example`, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} },
+          },
+        ];
+        const count = Math.min(Math.ceil(lots / customers), left);
+        left -= count;
+        for (let n = 1; n <= count; n++) {
+          events.push({
+            type: 'PointsEarned',
+            data: {
+              transaction_id: newId('transaction'),
+              amount: 10,
+              balance: 10 * n,
+              description: null,
+              reference: null,
+              metadata: {},
+              base_amount: 10,
+              multiplier: 1,
+              available_at: null,
+              expires_at: dueAt.toISOString(),
+            },
+          });
+        }
+        writes.push({ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(events, ctx) });
+      }
+      await eventStore.append(writes);
+    }
+  } finally {
+    await database.close();
+  }
+  return ids;
+}
+
+/** Waits until `lots` expiries are in the log; how many there were at the end. */
+async function waitForExpiries(dbName: string, lots: number, timeoutSeconds: number): Promise<number> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  return withClient(async (c) => {
+    for (;;) {
+      const { rows } = await c.query<{ n: string }>(`select count(*) as n from events where type = 'PointsExpired'`);
+      const n = Number(rows[0]!.n);
+      if (n >= lots || Date.now() > deadline) return n;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }, dbName);
+}

@@ -1,0 +1,106 @@
+/**
+ * Due work on a customer (CONTRACT.md §13), pure: releases, expiring notices, expiries and rolling
+ * downgrades that have come due by a moment, decided one at a time in due order, each on the state
+ * the previous one left. Every event carries its due instant, not the moment it was noticed.
+ */
+import type { TierDefinition } from '../../events/program-events.js';
+import type { TierSnapshot } from '../../events/customer-events.js';
+import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
+import { dueTransactionId } from './due-ids.js';
+import { dueWork } from './lots.js';
+import { addDays, type DowngradePlan, nextDowngrade } from './rolling-tiers.js';
+
+/** A guard against a state that keeps producing work (it cannot: each step retires what it did). */
+const MAX_STEPS = 100_000;
+
+export function tierSnapshot(tier: TierDefinition): TierSnapshot {
+  return { id: tier.tier_id, name: tier.name, points_threshold: tier.points_threshold, multiplier: tier.multiplier, benefits: tier.benefits };
+}
+
+/** The rolling downgrade the state is headed for (at any time), or null. */
+export function plannedDowngrade(state: CustomerState, policy: LifecyclePolicy): DowngradePlan | null {
+  const { mode, window_days } = policy.settings.tier_qualification;
+  if (mode !== 'rolling' || window_days === null || !state.tier) return null;
+  const held = policy.tiers.find((t) => t.tier_id === state.tier!.id)?.points_threshold ?? state.tier.points_threshold;
+  const bounds = [state.tierCheckedAt, policy.qualificationSince && addDays(policy.qualificationSince, window_days)].filter((b): b is string => !!b);
+  const notBefore = bounds.sort().at(-1) ?? '1970-01-01T00:00:00.000Z';
+  return nextDowngrade(qualifyingCredits(state), window_days, held, notBefore, policy.tiers);
+}
+
+/**
+ * When the next due work falls due (ISO), null when none will without a new event: the earliest
+ * release, expiring notice, expiry and rolling downgrade. The scheduler's index and the decider agree.
+ */
+export function nextDueAt(state: CustomerState, policy: LifecyclePolicy): string | null {
+  let next: string | null = null;
+  const consider = (at: string | null) => {
+    if (at !== null && (next === null || at < next)) next = at;
+  };
+  for (const lot of state.lots) {
+    if (lot.status === 'pending') consider(lot.availableAt);
+    if (lot.remaining === 0 || lot.expiresAt === null) continue;
+    consider(lot.expiresAt);
+    if (!lot.noticed) consider(addDays(lot.expiresAt, -policy.settings.expiring_notice_days));
+  }
+  consider(plannedDowngrade(state, policy)?.at ?? null);
+  return next;
+}
+
+/** The events of the work due at `lifecycle.now`, in due order; [] when nothing is due. */
+export function decideDue(state: CustomerState, lifecycle: Lifecycle): CustomerEvent[] {
+  const events: CustomerEvent[] = [];
+  const now = lifecycle.now.toISOString();
+  let current = state;
+  for (let step = 0; step < MAX_STEPS; step++) {
+    const event = nextDueEvent(current, lifecycle, now);
+    if (!event) return events;
+    events.push(event);
+    current = evolveCustomer(current, { ...event, recordedAt: lifecycle.now });
+  }
+  throw new Error(`customer ${state.id}: due work did not settle`);
+}
+
+function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string): CustomerEvent | null {
+  const work = dueWork(state.lots, lifecycle.now, lifecycle.settings.expiring_notice_days)[0];
+  const downgrade = plannedDowngrade(state, lifecycle);
+  const dueDowngrade = downgrade && downgrade.at <= now ? downgrade : null;
+  if (dueDowngrade && (!work || dueDowngrade.at < work.at)) {
+    return {
+      type: 'TierDowngraded',
+      data: {
+        previous_tier: state.tier!,
+        new_tier: dueDowngrade.tier && tierSnapshot(dueDowngrade.tier),
+        qualifying_points: dueDowngrade.qualifying,
+        downgraded_at: dueDowngrade.at,
+      },
+    };
+  }
+  if (!work) return null;
+  const lot = state.lots.find((l) => l.transactionId === work.transactionId)!;
+  switch (work.kind) {
+    case 'release':
+      return {
+        type: 'PointsReleased',
+        data: {
+          transaction_id: dueTransactionId(lot.transactionId, 'release', work.at),
+          lot_transaction_id: lot.transactionId,
+          amount: lot.remaining,
+          balance: state.balance + lot.remaining,
+          released_at: work.at,
+        },
+      };
+    case 'notice':
+      return { type: 'PointsExpiringNotified', data: { lot_transaction_id: lot.transactionId, amount: lot.remaining, expires_at: lot.expiresAt! } };
+    case 'expire':
+      return {
+        type: 'PointsExpired',
+        data: {
+          transaction_id: dueTransactionId(lot.transactionId, 'expire', work.at, lot.expiries),
+          lot_transaction_id: lot.transactionId,
+          amount: lot.remaining,
+          balance: lot.status === 'pending' ? state.balance : state.balance - lot.remaining,
+          expired_at: work.at,
+        },
+      };
+  }
+}

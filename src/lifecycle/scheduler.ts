@@ -1,0 +1,168 @@
+import { type Kysely, sql } from 'kysely';
+import type { Logger } from 'pino';
+import { BackgroundLoop } from '../background-loop.js';
+import type { Database } from '../db/schema.js';
+import { holderGone } from '../db/process-mark.js';
+
+/** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
+export interface DoneWork {
+  type: string;
+  /** The lot (credit id) it was about; null for a downgrade. */
+  lot: string | null;
+  amount: number | null;
+  /** The instant it names (ISO): the release's available_at, the expiry a notice announces, the expiry's expires_at, the downgrade's instant. */
+  at: string;
+}
+
+/** What applying a customer's due work did, as the command path answered it. */
+export interface AppliedDue {
+  work: DoneWork[];
+  /** When the customer next has due work, as the decider sees its state after the run; null: never. */
+  nextDueAt: Date | null;
+  /** The customer stream's revision that was decided at (after the run's append, if any). */
+  revision: number;
+}
+
+/** A customer's due work, done through the normal command path (expected revision: exactly once). */
+export type ApplyDue = (businessId: string, customerId: string) => Promise<AppliedDue>;
+
+export interface CustomerRun extends AppliedDue {
+  customer_id: string;
+  business_id: string;
+  /** When the index said it was due. */
+  due_at: Date;
+}
+
+export interface SchedulerOptions {
+  applyDue: ApplyDue;
+  now: () => Date;
+  /** This process's `ProcessMark`: a claim of a process that died is taken over at once. */
+  holder?: string | undefined;
+  /** How long a claimed customer is ours before another scheduler may take it. */
+  claimMs?: number;
+  /** Customers claimed per round. */
+  batchSize?: number;
+  /** Customers worked on at once (their appends share group commits). */
+  concurrency?: number;
+  /** How often to look for due work when there was none (well under the 2 s of CONTRACT.md §13). */
+  pollMs?: number;
+  logger?: Logger | undefined;
+}
+
+/** A customer whose run failed is left alone this long before another try. */
+const FAILURE_BACKOFF_MS = 5_000;
+
+/**
+ * The lifecycle scheduler of the workers (CONTRACT.md §13). It claims customers whose due instant
+ * has come from the `customer_due` index (an index range scan: never every customer), soonest due
+ * first, and has each one's due work done through the normal command path, then records the
+ * decider's next due instant for it. Several schedulers (worker processes) claim disjoint
+ * customers (`FOR UPDATE SKIP LOCKED`, leases, and a dead holder's claims are taken over at once);
+ * even when two run one customer, its stream's expected revision lets one append and the other
+ * re-decide and find nothing due, and due events carry ids derived from lot, kind and instant:
+ * exactly once per lot and customer. After downtime the index holds every missed instant, and
+ * rounds take them oldest first.
+ */
+export class LifecycleScheduler {
+  private readonly loop: BackgroundLoop;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: SchedulerOptions,
+  ) {
+    this.loop = new BackgroundLoop(async () => (await this.runOnce()).length > 0, {
+      pollMs: options.pollMs ?? 500,
+      onError: (error) => options.logger?.error({ err: error }, 'lifecycle round failed; will retry'),
+    });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  wake(): void {
+    this.loop.wake();
+  }
+
+  /** One round: claims up to a batch of due customers and does their due work; what it did, in due order. */
+  async runOnce(): Promise<CustomerRun[]> {
+    const claimed = await this.claim();
+    const runs: CustomerRun[] = [];
+    const concurrency = this.options.concurrency ?? 32;
+    let next = 0;
+    const worker = async () => {
+      while (next < claimed.length) {
+        const customer = claimed[next++]!;
+        const run = await this.apply(customer);
+        if (run) runs.push(run);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, claimed.length) }, worker));
+    return runs.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
+  }
+
+  /** Rounds until nothing is due now (what `loyalty lifecycle run` does). */
+  async runUntilIdle(): Promise<CustomerRun[]> {
+    const all: CustomerRun[] = [];
+    for (;;) {
+      const runs = await this.runOnce();
+      if (runs.length === 0) return all;
+      all.push(...runs);
+    }
+  }
+
+  private async claim(): Promise<Array<{ customer_id: string; business_id: string; due_at: Date }>> {
+    const now = this.options.now();
+    const result = await sql<{ customer_id: string; business_id: string; due_at: Date }>`
+      with due as (
+             select customer_id
+               from customer_due
+              where due_at <= ${now}
+                and (claimed_until is null or claimed_until < ${now} or ${holderGone(sql.ref('holder'))})
+              order by due_at
+              limit ${this.options.batchSize ?? 200}
+                for update skip locked)
+      update customer_due d
+         set claimed_until = ${new Date(now.getTime() + (this.options.claimMs ?? 60_000))}, holder = ${this.options.holder ?? null}::bigint
+        from due
+       where d.customer_id = due.customer_id
+      returning d.customer_id, d.business_id, d.due_at`.execute(this.db);
+    return result.rows.map((r) => ({ ...r, due_at: new Date(r.due_at) })).sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
+  }
+
+  /**
+   * Does one customer's due work and records its next due instant, unless an event after the
+   * decided revision lowered it meanwhile (then that instant stays, and a later round decides again).
+   */
+  private async apply(customer: { customer_id: string; business_id: string; due_at: Date }): Promise<CustomerRun | null> {
+    let applied: AppliedDue;
+    try {
+      applied = await this.options.applyDue(customer.business_id, customer.customer_id);
+    } catch (error) {
+      this.options.logger?.error({ err: error, customer_id: customer.customer_id }, 'due work failed; will retry');
+      await this.db
+        .updateTable('customer_due')
+        .set({ holder: null, claimed_until: new Date(this.options.now().getTime() + FAILURE_BACKOFF_MS) })
+        .where('customer_id', '=', customer.customer_id)
+        .execute();
+      return null;
+    }
+    const now = this.options.now();
+    let next = applied.nextDueAt;
+    if (next !== null && next <= now) {
+      // A run does everything due at its clock time: anything still due now means the decider and the index disagree.
+      this.options.logger?.warn({ customer_id: customer.customer_id, next_due_at: next.toISOString() }, 'due work left after a run; looking again later');
+      next = new Date(now.getTime() + FAILURE_BACKOFF_MS);
+    }
+    await sql`update customer_due set
+        holder = null, claimed_until = null,
+        due_at = case when revision <= ${applied.revision} then ${next}::timestamptz else due_at end,
+        revision = greatest(revision, ${applied.revision})
+      where customer_id = ${customer.customer_id}`.execute(this.db);
+    return { ...customer, ...applied };
+  }
+}

@@ -1,0 +1,255 @@
+import { sql, type Transaction } from 'kysely';
+import {
+  applyReversal,
+  creditLot,
+  expireLot,
+  type Lot,
+  type NewLot,
+  noticeLot,
+  planDebit,
+  releaseLot,
+  returnShares,
+  type ReversalPlan,
+  type Share,
+  takeShares,
+} from '../../commands/customer/lots.js';
+import type { Database, LotRow } from '../../db/schema.js';
+import type { LotShare } from '../../events/customer-events.js';
+import { streams } from '../../events/streams.js';
+import type { ProjectedEvent } from '../projector.js';
+
+/**
+ * A batch's view of the lots its events touch (CONTRACT.md §13), changed with the decider's own
+ * pure functions (src/commands/customer/lots.ts), so the `lots` rows are what the customer's state
+ * holds. A batch loads only what it needs in one query: the lots its events name (debits' and
+ * returns' shares, reversed credits, released / noticed / expired lots) and, for debits written
+ * before lots existed (no shares recorded), the customer's open lots to plan them from. Credits
+ * need nothing loaded: a busy customer's thousands of lots are never read back to add one.
+ */
+export class LotBook {
+  /** Per customer, the lots loaded or made in this batch, by id. */
+  private readonly lots = new Map<string, Map<string, Lot>>();
+  /** Per changed lot (`customer lot`): what it was before the batch; null for a lot made in it. */
+  private readonly before = new Map<string, Lot | null>();
+  private readonly businessOf = new Map<string, string>();
+
+  private constructor() {}
+
+  static async load(trx: Transaction<Database>, events: readonly ProjectedEvent[]): Promise<LotBook> {
+    const book = new LotBook();
+    const named = new Set<string>();
+    const customers = new Set<string>();
+    const planned = new Set<string>();
+    for (const event of events) {
+      const customerId = streams.customerIdOf(event.streamId);
+      const ids = lotsNamedBy(event);
+      if (ids === 'open lots') planned.add(customerId);
+      else if (ids.length > 0) {
+        customers.add(customerId);
+        for (const id of ids) named.add(id);
+      }
+    }
+    if (named.size === 0 && planned.size === 0) return book;
+    const rows = await trx
+      .selectFrom('lots')
+      .selectAll()
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('customer_id', 'in', [...customers, '']), eb('transaction_id', 'in', [...named, ''])]),
+          eb.and([eb('customer_id', 'in', [...planned, '']), eb.or([eb('remaining', '>', 0), eb('spent', '>', 0)])]),
+        ]),
+      )
+      .orderBy('seq')
+      .execute();
+    for (const row of rows) {
+      book.customerLots(row.customer_id).set(row.transaction_id, lotOf(row));
+      book.businessOf.set(row.customer_id, row.business_id);
+    }
+    return book;
+  }
+
+  credit(customerId: string, businessId: string, lot: NewLot): void {
+    this.businessOf.set(customerId, businessId);
+    this.change(customerId, (lots) => creditLot(lots, lot));
+  }
+
+  /**
+   * A debit takes its recorded shares; one written before lots existed is planned as the decider
+   * plans it. The shares taken (kept on the debit's ledger line: a cancellation of a redemption
+   * that recorded none gives back what it was planned to take).
+   */
+  debit(customerId: string, shares: readonly LotShare[] | undefined, amount: number): LotShare[] {
+    let taken: LotShare[] = [];
+    this.change(customerId, (lots) => {
+      const planned = shares ?? planDebit(lots, amount);
+      if (!planned) throw new Error(`customer ${customerId}: a debit of ${amount} is more than its lots hold`);
+      taken = [...planned];
+      return takeShares(lots, planned);
+    });
+    return taken;
+  }
+
+  /** A cancelled redemption's points go back to the lots it took from (recorded, or as its redemption was planned). */
+  giveBack(customerId: string, shares: readonly LotShare[]): void {
+    this.change(customerId, (lots) => returnShares(lots, shares));
+  }
+
+  release(customerId: string, transactionId: string): void {
+    this.change(customerId, (lots) => releaseLot(lots, transactionId));
+  }
+
+  notice(customerId: string, transactionId: string): void {
+    this.change(customerId, (lots) => noticeLot(lots, transactionId));
+  }
+
+  expire(customerId: string, transactionId: string): void {
+    this.change(customerId, (lots) => expireLot(lots, transactionId).lots);
+  }
+
+  reverse(customerId: string, transactionId: string, plan: ReversalPlan): void {
+    this.change(customerId, (lots) => applyReversal(lots, transactionId, plan));
+  }
+
+  /** The changed lots as rows, those that existed first, then the new ones in the order they were made. */
+  rows(): Record<string, unknown>[] {
+    const existing: Record<string, unknown>[] = [];
+    const made: Record<string, unknown>[] = [];
+    for (const [key, was] of this.before) {
+      const [customerId, transactionId] = key.split(' ') as [string, string];
+      const lot = this.lots.get(customerId)!.get(transactionId)!;
+      (was ? existing : made).push(rowOf(lot, customerId, this.businessOf.get(customerId)!));
+    }
+    return [...existing, ...made];
+  }
+
+  /** Per customer, how the batch moved its pending points. */
+  pendingMoves(): Map<string, number> {
+    const moves = new Map<string, number>();
+    for (const [key, was] of this.before) {
+      const [customerId, transactionId] = key.split(' ') as [string, string];
+      const now = this.lots.get(customerId)!.get(transactionId)!;
+      const move = pendingOf(now) - (was ? pendingOf(was) : 0);
+      if (move !== 0) moves.set(customerId, (moves.get(customerId) ?? 0) + move);
+    }
+    return moves;
+  }
+
+  /** The customers one of whose lots with an expiry changed: their next expiring points may have moved. */
+  expiryChanged(): string[] {
+    const customers = new Set<string>();
+    for (const [key, was] of this.before) {
+      const [customerId, transactionId] = key.split(' ') as [string, string];
+      if (was?.expiresAt || this.lots.get(customerId)!.get(transactionId)!.expiresAt) customers.add(customerId);
+    }
+    return [...customers];
+  }
+
+  private customerLots(customerId: string): Map<string, Lot> {
+    let lots = this.lots.get(customerId);
+    if (!lots) this.lots.set(customerId, (lots = new Map()));
+    return lots;
+  }
+
+  /** Runs a pure change on the customer's known lots and keeps the lots it replaced or added. */
+  private change(customerId: string, fn: (lots: Lot[]) => Lot[]): void {
+    const known = this.customerLots(customerId);
+    const current = [...known.values()];
+    for (const lot of fn(current)) {
+      const was = known.get(lot.transactionId);
+      if (was === lot) continue;
+      const key = `${customerId} ${lot.transactionId}`;
+      if (!this.before.has(key)) this.before.set(key, was ?? null);
+      known.set(lot.transactionId, lot);
+    }
+  }
+}
+
+/** The lots an event changes, or `open lots` for a debit whose shares must be planned. */
+function lotsNamedBy(event: ProjectedEvent): string[] | 'open lots' {
+  switch (event.type) {
+    case 'RewardRedeemed':
+      if (event.data.points_cost === 0) return [];
+      return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
+    case 'RedemptionCancelled':
+      // One that recorded no shares gives back its redemption's (read from its ledger line): those lots, and any open.
+      if (event.data.points_cost === 0) return [];
+      return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
+    case 'PointsDeducted':
+      return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
+    case 'PointsAdjusted':
+      if (event.data.amount >= 0) return [];
+      return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
+    case 'PointsReleased':
+    case 'PointsExpiringNotified':
+    case 'PointsExpired':
+      return [event.data.lot_transaction_id];
+    case 'PointsReversed':
+      return [event.data.reversed_transaction_id, ...event.data.lots.map((s) => s.transaction_id)];
+    default:
+      return [];
+  }
+}
+
+const pendingOf = (lot: Lot) => (lot.status === 'pending' ? lot.remaining : 0);
+
+function lotOf(row: LotRow): Lot {
+  return {
+    transactionId: row.transaction_id,
+    amount: Number(row.amount),
+    remaining: Number(row.remaining),
+    spent: Number(row.spent),
+    expired: Number(row.expired),
+    reversed: Number(row.reversed),
+    reversedFromLot: Number(row.reversed_from_lot),
+    status: row.status,
+    availableAt: row.available_at?.toISOString() ?? null,
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+    noticed: row.noticed,
+    expiries: row.expiries,
+  };
+}
+
+function rowOf(lot: Lot, customerId: string, businessId: string): Record<string, unknown> {
+  return {
+    business_id: businessId,
+    customer_id: customerId,
+    transaction_id: lot.transactionId,
+    amount: lot.amount,
+    remaining: lot.remaining,
+    spent: lot.spent,
+    expired: lot.expired,
+    reversed: lot.reversed,
+    reversed_from_lot: lot.reversedFromLot,
+    status: lot.status,
+    available_at: lot.availableAt,
+    expires_at: lot.expiresAt,
+    noticed: lot.noticed,
+    expiries: lot.expiries,
+    created_at: lot.createdAt,
+  };
+}
+
+export const LOT_COLUMNS = {
+  business_id: 'text',
+  customer_id: 'text',
+  transaction_id: 'text',
+  amount: 'bigint',
+  remaining: 'bigint',
+  spent: 'bigint',
+  expired: 'bigint',
+  reversed: 'bigint',
+  reversed_from_lot: 'bigint',
+  status: 'text',
+  available_at: 'timestamptz',
+  expires_at: 'timestamptz',
+  noticed: 'boolean',
+  expiries: 'integer',
+  created_at: 'timestamptz',
+};
+
+/** Inserts new lots and overwrites changed ones, in one statement. */
+export const LOT_UPSERT = sql`on conflict (customer_id, transaction_id) do update set
+  remaining = excluded.remaining, spent = excluded.spent, expired = excluded.expired, reversed = excluded.reversed,
+  reversed_from_lot = excluded.reversed_from_lot, status = excluded.status, available_at = excluded.available_at,
+  expires_at = excluded.expires_at, noticed = excluded.noticed, expiries = excluded.expiries`;
