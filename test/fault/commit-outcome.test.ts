@@ -25,7 +25,7 @@ describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL se
     proxy = await PgProxy.start(created.url);
     const database = await openDatabase({ databaseUrl: proxy.url(created.url) });
     await migrateToLatest(database.db);
-    app = await startTestApp({ database });
+    app = await startTestApp({ database, config: { webhookAllowPrivate: true }, runDispatcher: false });
     business = await app.business();
   });
 
@@ -78,35 +78,9 @@ describe.skipIf(!SERVER_URL)('a write whose commit answer is lost (PostgreSQL se
     expect(first.status).toBe(503);
     expect(await balanceOf(customerId)).toBe(10);
   });
-});
 
-/**
- * Every create stores its answer in its append's transaction, not only the customer-stream writes:
- * a retry after a lost COMMIT answer replays the 201 of the record that was created, and never
- * creates a second one (CONTRACT.md §5).
- */
-describe.skipIf(!SERVER_URL)('a create whose commit answer is lost (PostgreSQL server)', () => {
-  let proxy: PgProxy;
-  let app: TestApp;
-  let key: string;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    const created = await createServerDatabase(SERVER_URL!);
-    drop = created.drop;
-    proxy = await PgProxy.start(created.url);
-    const database = await openDatabase({ databaseUrl: proxy.url(created.url) });
-    await migrateToLatest(database.db);
-    app = await startTestApp({ database, config: { webhookAllowPrivate: true }, runDispatcher: false });
-    key = (await app.business()).private_key;
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await proxy?.close();
-    await drop?.();
-  });
-
+  // Every create stores its answer in its append's transaction too: a retry replays the 201 of
+  // the one record created, and never creates a second one.
   const creates: Array<{ path: string; list: string; body: Record<string, unknown> }> = [
     { path: '/api/v1/customers', list: '/api/v1/customers', body: { phone: '+15550100' } },
     { path: '/api/v1/rewards', list: '/api/v1/rewards', body: { title: 'Free espresso', points_cost: 150, reward_type: 'digital' } },
@@ -120,18 +94,18 @@ describe.skipIf(!SERVER_URL)('a create whose commit answer is lost (PostgreSQL s
     it(`POST ${path}: 503 on the lost answer, then the retry replays the one record created`, async () => {
       const idempotencyKey = `lost-create-${path}`;
       const lost = proxy.loseNextCommitAnswer(/insert into events/i);
-      const first = await app.request('POST', path, { key, headers: { 'idempotency-key': idempotencyKey }, body });
+      const first = await app.request('POST', path, { key: business.private_key, headers: { 'idempotency-key': idempotencyKey }, body });
       await lost;
       expect(first.status).toBe(503);
       expect(first.body.message).toMatch(/may or may not have been applied/);
 
-      const retry = await app.request('POST', path, { key, headers: { 'idempotency-key': idempotencyKey }, body });
+      const retry = await app.request('POST', path, { key: business.private_key, headers: { 'idempotency-key': idempotencyKey }, body });
       expect(retry.status).toBe(201);
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
       expect(retry.body).toMatchObject(body);
 
       await app.services.projections.settle(await app.services.store.headPosition());
-      const listed = await app.request('GET', list, { key });
+      const listed = await app.request('GET', list, { key: business.private_key });
       const matching = listed.body.filter((r: Record<string, unknown>) => Object.entries(body).every(([k, v]) => JSON.stringify(r[k]) === JSON.stringify(v)));
       expect(matching.map((r: { id: string }) => r.id)).toEqual([retry.body.id]);
       // The replay is the answer as built from the appended event: the read model shows the same record.
