@@ -120,6 +120,11 @@ export interface LedgerEntriesTable {
   seq: Generated<number>;
   /** A debit's lot shares: as its event recorded them, or as they were planned for an event that recorded none. */
   lots: ColumnType<Array<{ transaction_id: string; amount: number }> | null, string | null, string | null>;
+  /** A credit's lot times (CONTRACT.md §13); null for debits and for credits with none. */
+  available_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  /** A reversal's credit. */
+  reversed_transaction_id: string | null;
 }
 
 export interface IdempotencyKeysTable {
@@ -206,6 +211,9 @@ export interface RecordedEventsTable {
   multiplier: string;
   points_awarded: number;
   balance: number;
+  /** The credit's lot times (CONTRACT.md §13); null when none. */
+  available_at: Timestamp | null;
+  expires_at: Timestamp | null;
   created_at: Timestamp;
   seq: Generated<number>;
 }

@@ -1,6 +1,5 @@
 import { request as httpRequest } from 'node:http';
 import { describe, it, type TestContext } from 'vitest';
-import { asListed } from '../support/expectations.js';
 import {
   api,
   exitWithin,
@@ -118,7 +117,7 @@ describe('the server process', () => {
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('duplicate_transaction');
     expect(again.body.request_id).toMatch(/^req_/);
-    expect(again.body.transaction).toEqual(asListed(awarded.body));
+    expect(again.body.transaction).toEqual(awarded.body);
 
     // 4. Spend some.
     const spent = await call('POST', `/api/v1/customers/${id}/points/transaction`, {

@@ -367,4 +367,25 @@ describe('points lifecycle', () => {
     expect((await ofType(b, c, 'PointsExpiringNotified'))[0]!.data).toEqual({ lot_transaction_id: earn.id, amount: 25, expires_at: earn.expires_at });
     expect((await applyDue(b, c)).nextDueAt).toBe(earn.expires_at);
   });
+
+  it('lists transactions and events as their POST answered them: lot times, and the credit a reversal names', async () => {
+    const b = await t.business();
+    const c = await newCustomer(b);
+    const earn = await ok(b, c, { type: 'earn', amount: 80, available_at: later(1), expires_at: later(30) });
+    const reversal = await reverse(b, c, earn.id, { amount: 30 });
+    expect(reversal.status, reversal.text).toBe(201);
+    const created = await t.request('POST', '/api/v1/event-types', { key: b.private_key, body: { name: 'visit', display_name: 'Visit', default_points: 5 } });
+    expect(created.status, created.text).toBe(201);
+    const event = await t.request('POST', '/api/v1/events', { key: b.private_key, body: { customer_id: c, event_type: 'visit', properties: {}, expires_at: later(60) } });
+    expect(event.status, event.text).toBe(201);
+
+    const lines = await t.walk(b.private_key, `/api/v1/customers/${c}/transactions`);
+    expect(lines.find((l) => l.id === earn.id)).toEqual(earn);
+    expect(lines.find((l) => l.id === reversal.body.id)).toEqual(reversal.body);
+    expect(reversal.body).toMatchObject({ type: 'reversal', reversed_transaction_id: earn.id, available_at: null, expires_at: null });
+    expect(earn).toMatchObject({ available_at: later(1), expires_at: later(30) });
+    const events = await t.walk(b.private_key, `/api/v1/events?customer_id=${c}`);
+    expect(events).toEqual([event.body]);
+    expect(event.body.expires_at).toBe(later(60));
+  });
 });

@@ -10,13 +10,3 @@ export function expectError(response: TestResponse, status: number, code: string
   expect(response.body).toMatchObject({ code, message: expect.any(String), request_id: expect.stringMatching(/^req_/) });
 }
 
-/**
- * A transaction's or event's POST answer as the lists and duplicate answers show it: those read
- * the ledger and events read models, which do not keep a credit's `available_at` / `expires_at`
- * (the answers of the commands show both, CONTRACT.md §13). Once the read models keep them, this
- * becomes the identity.
- */
-export function asListed<T extends Record<string, unknown>>(answer: T): Omit<T, 'available_at' | 'expires_at'> {
-  const { available_at: _available, expires_at: _expires, ...listed } = answer;
-  return listed;
-}

@@ -1861,13 +1861,13 @@ export type components = {
              * @description When the points became or become spendable; null: at once (and for debits).
              * @example 2026-11-22T14:03:07.123Z
              */
-            available_at?: string | null;
+            available_at: string | null;
             /**
              * Format: date-time
              * @description When the points expire; null: never (and for debits).
              * @example 2026-11-22T14:03:07.123Z
              */
-            expires_at?: string | null;
+            expires_at: string | null;
             /** @description reversal: the credit reversed. */
             reversed_transaction_id?: string;
             /**
@@ -2015,13 +2015,13 @@ export type components = {
              * @description When the points became or become spendable; null: at once (and for debits).
              * @example 2026-11-22T14:03:07.123Z
              */
-            available_at?: string | null;
+            available_at: string | null;
             /**
              * Format: date-time
              * @description When the points expire; null: never (and for debits).
              * @example 2026-11-22T14:03:07.123Z
              */
-            expires_at?: string | null;
+            expires_at: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T14:03:07.123Z

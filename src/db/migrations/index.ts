@@ -12,6 +12,7 @@ import { migration as m0011 } from './0011-random-attempt-ids.js';
 import { migration as m0012 } from './0012-claim-holders.js';
 import { migration as m0013 } from './0013-daily-points.js';
 import { migration as m0014 } from './0014-points-lifecycle.js';
+import { migration as m0015 } from './0015-lot-times-in-lists.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0012_claim_holders': m0012,
   '0013_daily_points': m0013,
   '0014_points_lifecycle': m0014,
+  '0015_lot_times_in_lists': m0015,
 };

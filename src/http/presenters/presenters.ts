@@ -109,6 +109,9 @@ export function presentTransaction(entry: LedgerLike) {
     description: entry.description,
     reference: entry.reference,
     metadata: entry.metadata,
+    available_at: iso(entry.available_at),
+    expires_at: iso(entry.expires_at),
+    ...(entry.type === 'reversal' && entry.reversed_transaction_id !== null ? { reversed_transaction_id: entry.reversed_transaction_id } : {}),
     created_at: entry.created_at.toISOString(),
   };
 }
@@ -203,9 +206,13 @@ export function presentEvent(row: Omit<RecordedEventRow, 'business_id' | 'seq' |
     base_points: row.base_points,
     multiplier: Number(row.multiplier),
     balance: row.balance,
+    available_at: iso(row.available_at),
+    expires_at: iso(row.expires_at),
     created_at: row.created_at.toISOString(),
   };
 }
+
+const iso = (at: Date | null) => at?.toISOString() ?? null;
 
 /*
  * The answers to commands that record something, built from the event just appended rather than
@@ -224,33 +231,17 @@ export function presentTransactionEvent(event: RecordedEvent) {
   const decoded = recorded(event, 'PointsEarned', 'PointsDeducted', 'PointsAdjusted', 'RedemptionCancelled');
   const entry = ledgerEntryFromEvent(decoded);
   if (!entry) throw new Error(`${event.type} makes no ledger line`);
-  const { created_at, ...line } = presentTransaction(entry);
-  const times = 'available_at' in decoded.data ? decoded.data : { available_at: null, expires_at: null };
-  return { ...line, available_at: times.available_at, expires_at: times.expires_at, created_at };
+  return presentTransaction(entry);
 }
 
 /** The answer to a reversal: its ledger line (type `reversal`), naming the credit reversed. */
 export function presentReversalEvent(event: RecordedEvent) {
-  const { data } = recorded(event, 'PointsReversed');
-  return {
-    id: data.transaction_id,
-    customer_id: streams.customerIdOf(event.streamId),
-    type: 'reversal' as const,
-    amount: data.amount,
-    balance: data.balance,
-    description: data.description,
-    reference: data.reference,
-    metadata: data.metadata,
-    available_at: null,
-    expires_at: null,
-    reversed_transaction_id: data.reversed_transaction_id,
-    created_at: event.recordedAt.toISOString(),
-  };
+  return presentTransaction(ledgerEntryFromEvent(recorded(event, 'PointsReversed'))!);
 }
 
 export function presentEventRecorded(event: RecordedEvent) {
   const { data } = recorded(event, 'EventRecorded');
-  const { created_at, ...answer } = presentEvent({
+  return presentEvent({
     id: data.event_id,
     customer_id: streams.customerIdOf(event.streamId),
     event_type: data.event_type,
@@ -260,9 +251,10 @@ export function presentEventRecorded(event: RecordedEvent) {
     base_points: data.base_points,
     multiplier: data.multiplier,
     balance: data.balance,
+    available_at: data.available_at === null ? null : new Date(data.available_at),
+    expires_at: data.expires_at === null ? null : new Date(data.expires_at),
     created_at: event.recordedAt,
   });
-  return { ...answer, available_at: data.available_at, expires_at: data.expires_at, created_at };
 }
 
 export function presentRewardRedeemed(event: RecordedEvent) {

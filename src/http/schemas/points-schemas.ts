@@ -50,8 +50,8 @@ export const PointsTransactionSchema = z
     description: z.string().nullable(),
     reference: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
-    available_at: LotTimesSchema.available_at.optional(),
-    expires_at: LotTimesSchema.expires_at.optional(),
+    available_at: LotTimesSchema.available_at,
+    expires_at: LotTimesSchema.expires_at,
     reversed_transaction_id: z.string().optional().openapi({ description: 'reversal: the credit reversed.' }),
     created_at: TimestampSchema,
   })

@@ -186,8 +186,8 @@ export const EventSchema = z
     base_points: z.number().int(),
     multiplier: z.number(),
     balance: z.number().int(),
-    available_at: LotTimesSchema.available_at.optional(),
-    expires_at: LotTimesSchema.expires_at.optional(),
+    available_at: LotTimesSchema.available_at,
+    expires_at: LotTimesSchema.expires_at,
     created_at: TimestampSchema,
   })
   .openapi('Event');

@@ -75,6 +75,9 @@ const LEDGER_COLUMNS = {
   metadata: 'jsonb',
   created_at: 'timestamptz',
   lots: 'jsonb',
+  available_at: 'timestamptz',
+  expires_at: 'timestamptz',
+  reversed_transaction_id: 'text',
 };
 const RECORDED_EVENT_COLUMNS = {
   id: 'text',
@@ -87,6 +90,8 @@ const RECORDED_EVENT_COLUMNS = {
   multiplier: 'numeric',
   points_awarded: 'bigint',
   balance: 'bigint',
+  available_at: 'timestamptz',
+  expires_at: 'timestamptz',
   created_at: 'timestamptz',
 };
 const TIER_CHANGE_COLUMNS = {
@@ -205,6 +210,8 @@ export const customersProjector = defineProjector<Batch>({
         multiplier: String(data.multiplier),
         points_awarded: data.points_awarded,
         balance: data.balance,
+        available_at: data.available_at,
+        expires_at: data.expires_at,
         created_at: event.recordedAt,
       });
       addLedgerLine(event, batch);
@@ -364,6 +371,9 @@ function addLedgerLine(event: LedgerSource & { metadata: { business_id: string }
     metadata: entry.metadata,
     created_at: entry.created_at,
     lots,
+    available_at: entry.available_at,
+    expires_at: entry.expires_at,
+    reversed_transaction_id: entry.reversed_transaction_id,
   });
   return change;
 }

@@ -18,6 +18,11 @@ export interface LedgerEntry {
   description: string | null;
   reference: string | null;
   metadata: Record<string, unknown>;
+  /** A credit's lot times (CONTRACT.md §13); null for debits and credits with none. */
+  available_at: Date | null;
+  expires_at: Date | null;
+  /** A reversal's credit; null on every other line. */
+  reversed_transaction_id: string | null;
   created_at: Date;
 }
 
@@ -25,8 +30,13 @@ export interface LedgerEntry {
 export type LedgerSource = Decoded<Pick<StoredEvent, 'streamId' | 'type' | 'data' | 'recordedAt'>>;
 
 /** The fields of a line that come from the event's data. */
-type LineFields = Omit<LedgerEntry, 'customer_id' | 'created_at' | 'base_amount' | 'multiplier'> &
-  Partial<Pick<LedgerEntry, 'base_amount' | 'multiplier'>>;
+type LineFields = Omit<LedgerEntry, 'customer_id' | 'created_at' | 'base_amount' | 'multiplier' | 'available_at' | 'expires_at' | 'reversed_transaction_id'> &
+  Partial<Pick<LedgerEntry, 'base_amount' | 'multiplier' | 'reversed_transaction_id'>> & {
+    /** A credit's lot times as its event recorded them (ISO). */
+    times?: { available_at: string | null; expires_at: string | null };
+  };
+
+const instant = (iso: string | null | undefined) => (iso == null ? null : new Date(iso));
 
 /**
  * One literal with every key, in one order: cheap to build (a rebuild makes a million of them; a
@@ -45,6 +55,9 @@ function line(event: LedgerSource, f: LineFields): LedgerEntry {
     description: f.description,
     reference: f.reference,
     metadata: f.metadata,
+    available_at: instant(f.times?.available_at),
+    expires_at: instant(f.times?.expires_at),
+    reversed_transaction_id: f.reversed_transaction_id ?? null,
   };
 }
 
@@ -66,6 +79,7 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         description: data.description,
         reference: data.reference,
         metadata: data.metadata,
+        times: data,
       });
     }
     case 'PointsDeducted':
@@ -79,6 +93,7 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         description: data.description,
         reference: data.reference,
         metadata: data.metadata,
+        times: 'available_at' in data ? data : undefined,
       });
     }
     case 'EventRecorded': {
@@ -94,6 +109,7 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         description: data.event_type,
         reference: data.reference,
         metadata: {},
+        times: data,
       });
     }
     case 'RewardRedeemed': {
@@ -157,6 +173,7 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         description: data.description ?? `reversed ${data.reversed_transaction_id}`,
         reference: data.reference,
         metadata: data.metadata,
+        reversed_transaction_id: data.reversed_transaction_id,
       });
     }
     default:
