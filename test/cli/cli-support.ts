@@ -1,4 +1,12 @@
-import { afterAll, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
+import pino from 'pino';
+import { afterAll, expect, inject } from 'vitest';
+import { provisionBusiness } from '../../src/cli/provision.js';
+import type { Clock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { createApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/services.js';
 import { freshStore, killAllProcesses, type ProcessStore } from '../e2e/process-helpers.js';
 
 /**
@@ -54,5 +62,38 @@ export function useStores(): (options?: { migrated?: boolean }) => Promise<Proce
     const store = await freshStore({ migrated });
     stores.push(store);
     return store;
+  };
+}
+
+/**
+ * Opens `store` in this process for `work` and closes it again (the CLI is not running then: the
+ * embedded store has one owner). The embedded store's first open starts from the suite's migrated
+ * template: a fresh PGlite initialisation takes seconds.
+ */
+export function storeOpener(store: () => ProcessStore) {
+  let opened = false;
+  return async function withStore(work: (services: Services) => Promise<void>, clock?: Clock): Promise<void> {
+    const config = loadConfig({ ...store().env, LOG_LEVEL: 'silent' });
+    const template = !config.databaseUrl && !opened ? new Blob([readFileSync(inject('pgliteTemplate'))]) : undefined;
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, loadDataDir: template });
+    opened = true;
+    const services = await createServices({ config, database, logger: pino({ level: 'silent' }), ...(clock ? { clock } : {}) });
+    try {
+      await work(services);
+    } finally {
+      await services.close();
+    }
+  };
+}
+
+/** A new business on `services`, and a POST through the real app with its private key (any 2xx, or the test fails). */
+export async function businessPoster(services: Services): Promise<(path: string, body: unknown) => Promise<{ id: string }>> {
+  const { private_key: key } = await provisionBusiness(services, 'Shop', 'unlimited');
+  const app = createApp(services);
+  return async (path, body) => {
+    const response = await app.request(`/api/v1${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await response.text();
+    expect(response.status, text).toBeLessThan(300);
+    return JSON.parse(text) as { id: string };
   };
 }

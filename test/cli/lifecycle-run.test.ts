@@ -1,12 +1,6 @@
-import { readFileSync } from 'node:fs';
-import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { provisionBusiness } from '../../src/cli/provision.js';
-import { loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/database.js';
-import { createApp } from '../../src/http/app.js';
-import { createServices, type Services } from '../../src/services.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
+import { businessPoster, storeOpener } from './cli-support.js';
 
 const DAY = 86_400_000;
 
@@ -21,32 +15,13 @@ describe.sequential('loyalty lifecycle run', () => {
   let lot: string;
   const past = Date.now() - 10 * DAY;
 
-  let opened = false;
-  async function withStore(work: (services: Services) => Promise<void>, clock?: { now(): Date }) {
-    const config = loadConfig({ ...store.env, LOG_LEVEL: 'silent' });
-    const template = !config.databaseUrl && !opened ? new Blob([readFileSync(inject('pgliteTemplate'))]) : undefined;
-    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, loadDataDir: template });
-    opened = true;
-    const services = await createServices({ config, database, logger: pino({ level: 'silent' }), ...(clock ? { clock } : {}) });
-    try {
-      await work(services);
-    } finally {
-      await services.close();
-    }
-  }
+  const withStore = storeOpener(() => store);
 
   beforeAll(async () => {
     store = await freshStore();
     const clock = { now: () => new Date(past) };
     await withStore(async (services) => {
-      const { private_key: key } = await provisionBusiness(services, 'Shop', 'unlimited');
-      const app = createApp(services);
-      const post = async (path: string, body: unknown) => {
-        const response = await app.request(`/api/v1${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-        const text = await response.text();
-        expect(response.status, text).toBeLessThan(300);
-        return JSON.parse(text) as { id: string };
-      };
+      const post = await businessPoster(services);
       customer = (await post('/customers', { email: 'expiring@example.com' })).id;
       lot = (await post(`/customers/${customer}/points/transaction`, { type: 'earn', amount: 25, expires_at: new Date(past + DAY).toISOString() })).id;
       await post(`/customers/${customer}/points/transaction`, { type: 'earn', amount: 5 });
