@@ -166,7 +166,7 @@ function cacheQueued(deps: CommandDeps, writes: DecidedWrite[], queued: Queued, 
  */
 function readingIn(deps: CommandDeps, read: Parameters<Redecide>[0]): Load {
   return async (stream, decider) => {
-    const base = await deps.cache.baseline<ReturnType<typeof decider.initialState>>(stream);
+    const base = await deps.cache.baseline<ReturnType<typeof decider.initialState>>(stream, decider.revive);
     const events = await read(stream, base ? base.revision + 1 : 0);
     let state = base ? base.state : decider.initialState();
     for (const event of events) state = decider.evolve(state, decodedFor(decider, event));
