@@ -70,7 +70,7 @@ export class LotBook {
 
   credit(customerId: string, businessId: string, lot: NewLot): void {
     this.businessOf.set(customerId, businessId);
-    this.change(customerId, (lots) => creditLot(lots, lot));
+    this.change(customerId, [], (lots) => creditLot(lots, lot));
   }
 
   /**
@@ -80,7 +80,7 @@ export class LotBook {
    */
   debit(customerId: string, shares: readonly LotShare[] | undefined, amount: number): LotShare[] {
     let taken: LotShare[] = [];
-    this.change(customerId, (lots) => {
+    this.change(customerId, shares ? shares.map((s) => s.transaction_id) : 'all', (lots) => {
       const planned = shares ?? planDebit(lots, amount);
       if (!planned) throw new Error(`customer ${customerId}: a debit of ${amount} is more than its lots hold`);
       taken = [...planned];
@@ -91,23 +91,23 @@ export class LotBook {
 
   /** A cancelled redemption's points go back to the lots it took from (recorded, or as its redemption was planned). */
   giveBack(customerId: string, shares: readonly LotShare[]): void {
-    this.change(customerId, (lots) => returnShares(lots, shares));
+    this.change(customerId, shares.map((s) => s.transaction_id), (lots) => returnShares(lots, shares));
   }
 
   release(customerId: string, transactionId: string): void {
-    this.change(customerId, (lots) => releaseLot(lots, transactionId));
+    this.change(customerId, [transactionId], (lots) => releaseLot(lots, transactionId));
   }
 
   notice(customerId: string, transactionId: string): void {
-    this.change(customerId, (lots) => noticeLot(lots, transactionId));
+    this.change(customerId, [transactionId], (lots) => noticeLot(lots, transactionId));
   }
 
   expire(customerId: string, transactionId: string): void {
-    this.change(customerId, (lots) => expireLot(lots, transactionId).lots);
+    this.change(customerId, [transactionId], (lots) => expireLot(lots, transactionId).lots);
   }
 
   reverse(customerId: string, transactionId: string, plan: ReversalPlan): void {
-    this.change(customerId, (lots) => applyReversal(lots, transactionId, plan));
+    this.change(customerId, [transactionId, ...plan.fromBalance.map((s) => s.transaction_id)], (lots) => applyReversal(lots, transactionId, plan));
   }
 
   /** The changed lots as rows, those that existed first, then the new ones in the order they were made. */
@@ -150,10 +150,14 @@ export class LotBook {
     return lots;
   }
 
-  /** Runs a pure change on the customer's known lots and keeps the lots it replaced or added. */
-  private change(customerId: string, fn: (lots: Lot[]) => Lot[]): void {
+  /**
+   * Runs a pure change on the customer's lots it names (`all`: every known one, for a debit to plan
+   * from) and keeps the lots it replaced or added. Only the named ones: a batch of many credits to
+   * one customer would otherwise copy its lots once per event.
+   */
+  private change(customerId: string, named: readonly string[] | 'all', fn: (lots: Lot[]) => Lot[]): void {
     const known = this.customerLots(customerId);
-    const current = [...known.values()];
+    const current = named === 'all' ? [...known.values()] : [...new Set(named)].flatMap((id) => known.get(id) ?? []);
     for (const lot of fn(current)) {
       const was = known.get(lot.transactionId);
       if (was === lot) continue;
