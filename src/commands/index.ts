@@ -12,7 +12,7 @@ export { type AppliedDue, lifecycleCommands, type LifecycleCommands, type Revers
 export { nextDueAt, plannedDowngrade } from './customer/due-work.js';
 export { type CustomerState, type Lifecycle, type LifecyclePolicy } from './customer/customer-state.js';
 export { policyOf } from './program/program-commands.js';
-export { programCommands, type ProgramCommands } from './program/program-commands.js';
+export { programCommands, type ProgramCommands, type ProgramSettingsView } from './program/program-commands.js';
 export { rewardCommands, type RewardCommands } from './reward/reward-commands.js';
 export { webhookCommands, type WebhookCommands, type WebhookInput } from './webhook/webhook-commands.js';
 export { conditionHolds, eventPoints, rulePoints } from './program/rules.js';

@@ -17,7 +17,7 @@ import {
   type TimedCustomerEvent,
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
-import { planDebit, planReversal } from './lots.js';
+import { planDebit, planReversal } from '../../events/lots.js';
 import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
 export { type CustomerEvent, type CustomerState, type Lifecycle, MAX_POINTS, type Redemption, type TimedCustomerEvent } from './customer-state.js';

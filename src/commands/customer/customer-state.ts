@@ -12,7 +12,7 @@ import {
   returnShares,
   type Share,
   takeShares,
-} from './lots.js';
+} from '../../events/lots.js';
 import type { QualifyingCredit } from './rolling-tiers.js';
 
 export type CustomerEvent = EventOf<

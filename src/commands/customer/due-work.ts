@@ -7,7 +7,7 @@ import type { TierDefinition } from '../../events/program-events.js';
 import type { TierSnapshot } from '../../events/customer-events.js';
 import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
 import { dueTransactionId } from './due-ids.js';
-import { dueWork } from './lots.js';
+import { dueWork } from '../../events/lots.js';
 import { addDays, type DowngradePlan, nextDowngrade } from './rolling-tiers.js';
 
 /** A guard against a state that keeps producing work (it cannot: each step retires what it did). */

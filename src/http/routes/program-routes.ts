@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import type { ProgramSettingsView } from '../../commands/program/program-commands.js';
+import type { ProgramSettingsView } from '../../commands/index.js';
 import { commandContext } from './command-context.js';
 import { guard } from '../middleware/guard.js';
 import { createRouter } from './router.js';
