@@ -4,6 +4,7 @@
  */
 export { apiKeyCommands, type ApiKeyCommands, type CreateKeyInput } from './api-key/api-key-commands.js';
 export { businessCommands, type BusinessCommands } from './business/business-commands.js';
+export { PLAN_LIMITS } from './business/business-decider.js';
 export { customerCommands, type CustomerCommands, type RecordPointsInput } from './customer/customer-commands.js';
 export { DuplicateReference, type RecordedEvent } from './customer/customer-stream.js';
 export { eventCommands, type EventCommands, type RecordEventInput } from './customer/event-commands.js';
