@@ -99,8 +99,8 @@ export function diffCustomer(customerId: string, events: readonly StoredEvent[],
 function lotDrifts(customerId: string, state: CustomerState): Drift[] {
   if (!state.registered) return [];
   const checks: Array<[string, number, number]> = [
-    ['balance (sum of available lots)', spendable(state.lots), state.balance],
-    ['points_pending (sum of pending lots)', pending(state.lots), state.pending],
+    ['balance (sum of available lots)', spendable(state.lots.values()), state.balance],
+    ['points_pending (sum of pending lots)', pending(state.lots.values()), state.pending],
     ['balance (earned − redeemed − expired − pending)', state.lifetimeEarned - state.lifetimeRedeemed - state.lifetimeExpired - state.pending, state.balance],
   ];
   return checks.filter(([, lots, held]) => lots !== held).map(([field, lots, held]) => ({ customerId, field, log: lots, readModel: held }));
@@ -127,7 +127,7 @@ export function diffLots(customerId: string, events: readonly StoredEvent[], row
     return drifts; // diffCustomer reports it
   }
   const held = new Map(rows.map((r) => [r.transaction_id, r]));
-  for (const lot of state.lots) {
+  for (const lot of state.lots.values()) {
     const row = held.get(lot.transactionId);
     const name = `lots[${lot.transactionId}]`;
     if (!row) {

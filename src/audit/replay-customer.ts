@@ -48,7 +48,7 @@ export function replayCustomer(events: readonly StoredEvent[]): StatementLine[] 
       pending: state.pending,
       lifetime_expired: state.lifetimeExpired,
       tier: state.tier ? { id: state.tier.id, name: state.tier.name } : null,
-      lots: state.lots.map((lot) => ({
+      lots: state.lots.values().map((lot) => ({
         transaction_id: lot.transactionId,
         amount: lot.amount,
         remaining: lot.remaining,

@@ -16,7 +16,7 @@ export interface Loaded<State> {
   pending?: Promise<AppendResult>;
 }
 
-export type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve'>;
+export type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve' | 'revive'>;
 
 /** Loads a stream's state for a decision (the command bus hands one to each attempt). */
 export type Load = <State, Event extends DomainEvent>(stream: string, decider: Folding<State, Event>) => Promise<Loaded<State>>;
@@ -37,7 +37,7 @@ export async function loadAggregate<State, Event extends DomainEvent>(
 ): Promise<Loaded<State>> {
   const remembered = trust ? cache?.peek<State>(stream) : undefined;
   if (remembered) return { ...remembered, optimistic: true };
-  const cached = await cache?.get<State>(stream);
+  const cached = await cache?.get<State>(stream, decider.revive);
   const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});
   let state = cached ? cached.state : decider.initialState();
   for (const event of events) state = decider.evolve(state, decodedFor(decider, event));

@@ -218,7 +218,7 @@ function cacheQueued(parts: BusParts, writes: AppendedWrite[], queued: Queued, o
  */
 function readingIn(parts: BusParts, read: Parameters<Redecide>[0]): Load {
   return async (stream, decider) => {
-    const base = await parts.cache.baseline<ReturnType<typeof decider.initialState>>(stream);
+    const base = await parts.cache.baseline<ReturnType<typeof decider.initialState>>(stream, decider.revive);
     const events = await read(stream, base ? base.revision + 1 : 0);
     let state = base ? base.state : decider.initialState();
     for (const event of events) state = decider.evolve(state, decodedFor(decider, event));

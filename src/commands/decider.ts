@@ -8,6 +8,11 @@ export interface Decider<Command, State, Event extends DomainEvent = DomainEvent
   initialState: () => State;
   evolve: (state: State, event: Event) => State;
   decide: (command: Command, state: State) => Event[];
+  /**
+   * A state read back from a snapshot (its JSON) made whole again: for states that hold more than
+   * plain JSON (the customer's persistent lot ledger). Without it, the JSON is the state.
+   */
+  revive?: (snapshot: State) => State;
 }
 
 /** Folds events into state: what loading an aggregate and auditing a stream both do. */

@@ -20,11 +20,12 @@ export function snapshotStore(db: Kysely<Database>) {
       return row && { state: row.state, revision: row.revision };
     },
 
-    /** Saves a snapshot unless a newer one of this version is already there. */
-    async put(stream: string, revision: number, state: unknown): Promise<void> {
+    /** Saves a snapshot unless a newer one of this version is already there; answers its size in characters. */
+    async put(stream: string, revision: number, state: unknown): Promise<number> {
+      const json = JSON.stringify(state);
       await db
         .insertInto('aggregate_snapshots')
-        .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: JSON.stringify(state), taken_at: new Date() })
+        .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: json, taken_at: new Date() })
         .onConflict((oc) =>
           oc.column('stream_id').doUpdateSet((eb) => ({
             state_version: eb.ref('excluded.state_version'),
@@ -34,6 +35,7 @@ export function snapshotStore(db: Kysely<Database>) {
           })).where((eb) => eb.or([eb('aggregate_snapshots.revision', '<', eb.ref('excluded.revision')), eb('aggregate_snapshots.state_version', '<>', STATE_VERSION)])),
         )
         .execute();
+      return json.length;
     },
   };
 }

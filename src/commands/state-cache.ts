@@ -1,8 +1,14 @@
 import type { AppendResult } from '../store/event-store.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
-/** Events folded since the last snapshot after which a new one is taken. */
+/** Events folded since the last snapshot after which a new one is taken, at least. */
 export const SNAPSHOT_EVERY = 200;
+/**
+ * Characters of snapshot per event folded since it, at most: a large state (a customer with
+ * thousands of lots) is snapshotted less often, so writing snapshots costs each event O(1) however
+ * large the state grows, and a cold load folds at most about as many events as its snapshot holds lots.
+ */
+const SNAPSHOT_CHARS_PER_EVENT = 1_000;
 
 /** The revision a cached state is at; `no_stream` remembers that the stream did not exist. */
 export type CachedRevision = number | 'no_stream';
@@ -33,6 +39,8 @@ const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : rev
 export class StateCache {
   private readonly entries = new Map<string, CachedState<unknown>>();
   private readonly persisted = new Map<string, number>();
+  /** Per stream, events to fold after its last snapshot before the next (more than SNAPSHOT_EVERY for large states). */
+  private readonly snapshotEvery = new Map<string, number>();
 
   constructor(
     private readonly capacity = 10_000,
@@ -52,7 +60,7 @@ export class StateCache {
    * The committed state in memory (waiting for a queued append it holds the state after to settle),
    * else the stream's snapshot (if it has one); none when memory holds it as absent.
    */
-  async get<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
+  async get<State>(stream: string, revive?: (snapshot: State) => State): Promise<{ state: State; revision: number } | undefined> {
     let entry = this.peek<State>(stream);
     while (entry?.pending) {
       await entry.pending.catch(() => undefined);
@@ -60,10 +68,9 @@ export class StateCache {
     }
     if (entry && entry.revision !== 'no_stream') return entry as { state: State; revision: number };
     if (entry) return undefined;
-    const snapshot = await this.snapshots?.get(stream).catch(() => undefined);
-    if (!snapshot) return undefined;
-    this.persisted.set(stream, snapshot.revision);
-    return snapshot as { state: State; revision: number };
+    const snapshot = await this.snapshot(stream, revive);
+    if (snapshot) this.persisted.set(stream, snapshot.revision);
+    return snapshot;
   }
 
   /**
@@ -116,15 +123,20 @@ export class StateCache {
       const oldest = this.entries.keys().next().value!;
       this.entries.delete(oldest);
       this.persisted.delete(oldest);
+      this.snapshotEvery.delete(oldest);
     }
     return true;
   }
 
   private snapshotIfDue(stream: string, state: unknown, revision: CachedRevision): void {
-    if (this.snapshots && revision !== 'no_stream' && revision - (this.persisted.get(stream) ?? -1) >= SNAPSHOT_EVERY) {
+    const every = this.snapshotEvery.get(stream) ?? SNAPSHOT_EVERY;
+    if (this.snapshots && revision !== 'no_stream' && revision - (this.persisted.get(stream) ?? -1) >= every) {
       this.persisted.set(stream, revision);
       // Off the request's path; a failed snapshot only means a slower cold load.
-      this.snapshots.put(stream, revision, state).catch(() => this.persisted.delete(stream));
+      this.snapshots.put(stream, revision, state).then(
+        (chars) => this.snapshotEvery.set(stream, Math.max(SNAPSHOT_EVERY, Math.ceil(chars / SNAPSHOT_CHARS_PER_EVENT))),
+        () => this.persisted.delete(stream),
+      );
     }
   }
 
@@ -132,12 +144,20 @@ export class StateCache {
    * The newest committed state memory holds of a stream, without waiting for queued appends
    * (possibly behind the store: a baseline to read the events after it from), else its snapshot.
    */
-  async baseline<State>(stream: string): Promise<{ state: State; revision: number } | undefined> {
+  async baseline<State>(stream: string, revive?: (snapshot: State) => State): Promise<{ state: State; revision: number } | undefined> {
     const entry = this.entries.get(stream);
     const committed = entry && (entry.pending ? entry.committed : entry);
     if (committed && committed.revision !== 'no_stream') return committed as { state: State; revision: number };
     if (committed) return undefined;
-    return (await this.snapshots?.get(stream).catch(() => undefined)) as { state: State; revision: number } | undefined;
+    return this.snapshot(stream, revive);
+  }
+
+  /** The stream's snapshot, made whole by `revive`; none when there is none or it cannot be read. */
+  private async snapshot<State>(stream: string, revive?: (snapshot: State) => State): Promise<{ state: State; revision: number } | undefined> {
+    const snapshot = await this.snapshots?.get(stream).catch(() => undefined);
+    if (!snapshot) return undefined;
+    const state = snapshot.state as State;
+    return { state: revive ? revive(state) : state, revision: snapshot.revision };
   }
 
   /** Drops the memory entry (it proved stale): the next load reads the store. */

@@ -8,6 +8,7 @@ import {
   MAX_POINTS,
   type PointsType,
 } from '../../src/commands/customer/customer-decider.js';
+import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
 import { fold } from '../../src/commands/decider.js';
 import { deciderSpec, expectApiError } from '../support/decider-spec.js';
 import type { CustomerProfile } from '../../src/events/customer-events.js';
@@ -88,7 +89,7 @@ describe('customer decider: registration', () => {
       lifetimeExpired: 0,
       tier: null,
       tierCheckedAt: null,
-      lots: [],
+      lots: LotLedger.EMPTY,
       negativeCredits: [],
       otherLines: {},
       redemptions: {},

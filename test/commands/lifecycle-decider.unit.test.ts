@@ -63,9 +63,9 @@ const registered: CustomerEvent = {
 function checkInvariant(state: CustomerState, now: Date) {
   expect(state.balance).toBe(state.lifetimeEarned - state.lifetimeRedeemed - state.lifetimeExpired - state.pending);
   expect(state.balance).toBeGreaterThanOrEqual(0);
-  expect(state.balance).toBe(spendable(state.lots));
-  expect(state.pending).toBe(pending(state.lots));
-  for (const lot of state.lots) {
+  expect(state.balance).toBe(spendable(state.lots.values()));
+  expect(state.pending).toBe(pending(state.lots.values()));
+  for (const lot of state.lots.values()) {
     expect(lot.remaining).toBeGreaterThanOrEqual(0);
     expect(lot.spent).toBeGreaterThanOrEqual(0);
     expect(lot.expired).toBeGreaterThanOrEqual(0);
@@ -156,7 +156,7 @@ describe('lifecycle decider properties', () => {
               const before = state;
               const reversedId = credits[o.pick % credits.length]!;
               run({ type: 'ReverseTransaction', transactionId: id, reversedId, amount: o.amount, description: null, reference: null, lifecycle: lifecycle() });
-              const lot = state.lots.find((l) => l.transactionId === reversedId);
+              const lot = state.lots.values().find((l) => l.transactionId === reversedId);
               if (lot && state !== before) expect(state.lifetimeEarned).toBeLessThan(before.lifetimeEarned);
               break;
             }
@@ -204,7 +204,7 @@ describe('lifecycle decider properties', () => {
       { type: 'PointsEarned', data: { transaction_id: 'txn_b', amount: 50, base_amount: 50, multiplier: 1, balance: 100, description: null, reference: null, metadata: {}, available_at: null, expires_at: null }, recordedAt: new Date(T0 + DAY) },
       { type: 'PointsDeducted', data: { transaction_id: 'txn_c', amount: 70, balance: 30, description: null, reference: null, metadata: {} }, recordedAt: new Date(T0 + 2 * DAY) },
     ] as Array<CustomerEvent & { recordedAt?: Date }>);
-    expect(state.lots.map((l) => [l.transactionId, l.remaining])).toEqual([
+    expect(state.lots.values().map((l) => [l.transactionId, l.remaining])).toEqual([
       ['txn_a', 0],
       ['txn_b', 30],
     ]);

@@ -208,7 +208,7 @@ describe('lots read model (customers projector)', () => {
     );
     const lots = (await rows('lots')).filter((l) => l.customer_id === legacy);
     expect(lots.map((l) => [l.transaction_id, Number(l.remaining), Number(l.spent), l.status])).toEqual(
-      folded.lots.map((l) => [l.transactionId, l.remaining, l.spent, l.status]),
+      folded.lots.values().map((l) => [l.transactionId, l.remaining, l.spent, l.status]),
     );
     expect(lots.map((l) => Number(l.remaining))).toEqual([30, 25]); // the cancellation gave its 30 + 10 back where they came from
   });

@@ -17,7 +17,8 @@ import {
   type TimedCustomerEvent,
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
-import { planDebit, planReversal } from '../../events/lots.js';
+import { LotLedger } from './lot-ledger.js';
+import type { Lot } from '../../events/lots.js';
 import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
 export { type CustomerEvent, type CustomerState, type Lifecycle, MAX_POINTS, type Redemption, type TimedCustomerEvent } from './customer-state.js';
@@ -98,6 +99,8 @@ const EPOCH = new Date(0);
 export const customerDecider: Decider<CustomerCommand, CustomerState, TimedCustomerEvent> = {
   initialState: initialCustomerState,
   evolve: evolveCustomer,
+  // A snapshot holds the lots as an array (LotLedger.toJSON).
+  revive: (snapshot) => ({ ...snapshot, lots: LotLedger.of(snapshot.lots as unknown as Lot[]) }),
 
   decide(command, state) {
     if (command.type === 'RegisterCustomer') {
@@ -194,7 +197,7 @@ function balanceAfterCredit(state: CustomerState, amount: number, availableAt: s
 
 /** The lots a debit of `amount` takes, or 422 `insufficient_points`. */
 function debitShares(state: CustomerState, amount: number) {
-  const shares = amount > state.balance ? null : planDebit(state.lots, amount);
+  const shares = amount > state.balance ? null : state.lots.planDebit(amount);
   if (!shares) throw errors.insufficientPoints(state.balance, amount);
   return shares;
 }
@@ -322,7 +325,7 @@ function cancelRedemption(command: Own<'CancelRedemption'>, state: CustomerState
  */
 function reverse(command: Own<'ReverseTransaction'>, state: CustomerState): CustomerEvent {
   const id = command.reversedId;
-  const lot = state.lots.find((l) => l.transactionId === id);
+  const lot = state.lots.get(id);
   if (!lot) {
     const line = state.otherLines[id];
     if (line === 'not_credit') {
@@ -337,7 +340,7 @@ function reverse(command: Own<'ReverseTransaction'>, state: CustomerState): Cust
     if (command.amount !== undefined) throw errors.validation([{ path: 'amount', message: 'must be a positive integer' }]);
     throw reversalExceeds(id, amount, unreversed);
   }
-  const plan = planReversal(state.lots, id, amount);
+  const plan = state.lots.planReversal(id, amount);
   if (plan === 'reversal_exceeds_credit') throw reversalExceeds(id, amount, unreversed);
   if (plan === 'insufficient_points') {
     // What the lot and its expired part cannot give must come from the other available lots.

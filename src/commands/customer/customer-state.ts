@@ -1,18 +1,8 @@
 import type { EventOf } from '../../events/catalogue.js';
 import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import { DEFAULT_PROGRAM_SETTINGS, type ProgramSettings, type TierDefinition } from '../../events/program-events.js';
-import {
-  applyReversal,
-  creditLot,
-  expireLot,
-  type Lot,
-  noticeLot,
-  planDebit,
-  releaseLot,
-  returnShares,
-  type Share,
-  takeShares,
-} from '../../events/lots.js';
+import { LotLedger } from './lot-ledger.js';
+import type { Lot, Share } from '../../events/lots.js';
 import type { QualifyingCredit } from './rolling-tiers.js';
 
 export type CustomerEvent = EventOf<
@@ -84,7 +74,7 @@ export interface CustomerState {
   /** The last instant the held tier was evaluated against the points that qualify (ISO). */
   tierCheckedAt: string | null;
   /** One per credit, in the order made (CONTRACT.md §13). */
-  lots: Lot[];
+  lots: LotLedger;
   /** Negative adjusts: negative credits for rolling tier qualification. */
   negativeCredits: QualifyingCredit[];
   /** Ledger lines that made no lot, for the answer to a reversal of one: a debit, release, expiry or reversal, or a credit of 0 points. */
@@ -108,7 +98,7 @@ export function initialCustomerState(): CustomerState {
     lifetimeExpired: 0,
     tier: null,
     tierCheckedAt: null,
-    lots: [],
+    lots: LotLedger.EMPTY,
     negativeCredits: [],
     otherLines: {},
     redemptions: {},
@@ -117,7 +107,7 @@ export function initialCustomerState(): CustomerState {
 
 /** The credits rolling qualification counts: every lot net of its reversals, and the negative adjusts. */
 export function qualifyingCredits(state: CustomerState): QualifyingCredit[] {
-  return [...state.lots.map((lot) => ({ at: lot.createdAt, amount: lot.amount - lot.reversed })), ...state.negativeCredits];
+  return [...state.lots.values().map((lot) => ({ at: lot.createdAt, amount: lot.amount - lot.reversed })), ...state.negativeCredits];
 }
 
 export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent): CustomerState {
@@ -156,7 +146,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
       return {
         ...state,
         balance,
-        lots: takeShares(state.lots, shares),
+        lots: state.lots.takeShares(shares),
         lifetimeRedeemed: state.lifetimeRedeemed + points_cost,
         otherLines: { ...state.otherLines, [redemption_id]: 'not_credit' },
         redemptions: {
@@ -170,7 +160,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
       return {
         ...state,
         balance: event.data.balance,
-        lots: returnShares(state.lots, event.data.lots ?? redemption.lots),
+        lots: state.lots.returnShares(event.data.lots ?? redemption.lots),
         lifetimeRedeemed: state.lifetimeRedeemed - event.data.points_cost,
         otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
         redemptions: { ...state.redemptions, [event.data.redemption_id]: { ...redemption, cancelled: true } },
@@ -181,30 +171,30 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
         ...state,
         balance: event.data.balance,
         pending: state.pending - event.data.amount,
-        lots: releaseLot(state.lots, event.data.lot_transaction_id),
+        lots: state.lots.release(event.data.lot_transaction_id),
         otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
       };
     case 'PointsExpiringNotified':
-      return { ...state, lots: noticeLot(state.lots, event.data.lot_transaction_id) };
+      return { ...state, lots: state.lots.notice(event.data.lot_transaction_id) };
     case 'PointsExpired': {
-      const wasPending = state.lots.find((l) => l.transactionId === event.data.lot_transaction_id)?.status === 'pending';
+      const wasPending = state.lots.get(event.data.lot_transaction_id)?.status === 'pending';
       return {
         ...state,
         balance: event.data.balance,
         pending: wasPending ? state.pending - event.data.amount : state.pending,
-        lots: expireLot(state.lots, event.data.lot_transaction_id).lots,
+        lots: state.lots.expire(event.data.lot_transaction_id),
         lifetimeExpired: state.lifetimeExpired + event.data.amount,
         otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
       };
     }
     case 'PointsReversed': {
       const { data } = event;
-      const wasPending = state.lots.find((l) => l.transactionId === data.reversed_transaction_id)?.status === 'pending';
+      const wasPending = state.lots.get(data.reversed_transaction_id)?.status === 'pending';
       return {
         ...state,
         balance: data.balance,
         pending: wasPending ? state.pending - data.from_lot : state.pending,
-        lots: applyReversal(state.lots, data.reversed_transaction_id, { fromLot: data.from_lot, fromExpired: data.from_expired, fromBalance: data.lots }),
+        lots: state.lots.reverse(data.reversed_transaction_id, { fromLot: data.from_lot, fromExpired: data.from_expired, fromBalance: data.lots }),
         lifetimeEarned: state.lifetimeEarned - data.amount,
         lifetimeExpired: state.lifetimeExpired - data.from_expired,
         otherLines: { ...state.otherLines, [data.transaction_id]: 'not_credit' },
@@ -234,7 +224,7 @@ function credited(
     balance,
     pending: times.available_at === null ? state.pending : state.pending + amount,
     lifetimeEarned,
-    lots: creditLot(state.lots, { transactionId: id, amount, createdAt: at, availableAt: times.available_at, expiresAt: times.expires_at }),
+    lots: state.lots.credit({ transactionId: id, amount, createdAt: at, availableAt: times.available_at, expiresAt: times.expires_at }),
     tierCheckedAt: at,
   };
 }
@@ -244,14 +234,14 @@ function debited(state: CustomerState, id: string, amount: number, shares: Share
   return {
     ...state,
     balance,
-    lots: takeShares(state.lots, shares ?? plannedShares(state, amount)),
+    lots: state.lots.takeShares(shares ?? plannedShares(state, amount)),
     otherLines: { ...state.otherLines, [id]: 'not_credit' },
   };
 }
 
 function plannedShares(state: CustomerState, amount: number): Share[] {
   if (amount === 0) return [];
-  const shares = planDebit(state.lots, amount);
+  const shares = state.lots.planDebit(amount);
   if (!shares) throw new Error(`customer ${state.id}: a debit of ${amount} exceeds its available lots`);
   return shares;
 }

@@ -7,7 +7,6 @@ import type { TierDefinition } from '../../events/program-events.js';
 import type { TierSnapshot } from '../../events/customer-events.js';
 import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
 import { dueTransactionId } from './due-ids.js';
-import { dueWork } from '../../events/lots.js';
 import { addDays, type DowngradePlan, nextDowngrade } from './rolling-tiers.js';
 
 /** A guard against a state that keeps producing work (it cannot: each step retires what it did). */
@@ -36,7 +35,7 @@ export function nextDueAt(state: CustomerState, policy: LifecyclePolicy): string
   const consider = (at: string | null) => {
     if (at !== null && (next === null || at < next)) next = at;
   };
-  for (const lot of state.lots) {
+  for (const lot of state.lots.timedLots()) {
     if (lot.status === 'pending') consider(lot.availableAt);
     if (lot.remaining === 0 || lot.expiresAt === null) continue;
     consider(lot.expiresAt);
@@ -61,7 +60,7 @@ export function decideDue(state: CustomerState, lifecycle: Lifecycle): CustomerE
 }
 
 function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string): CustomerEvent | null {
-  const work = dueWork(state.lots, lifecycle.now, lifecycle.settings.expiring_notice_days)[0];
+  const work = state.lots.dueWork(lifecycle.now, lifecycle.settings.expiring_notice_days)[0];
   const downgrade = plannedDowngrade(state, lifecycle);
   const dueDowngrade = downgrade && downgrade.at <= now ? downgrade : null;
   if (dueDowngrade && (!work || dueDowngrade.at < work.at)) {
@@ -76,7 +75,7 @@ function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string): 
     };
   }
   if (!work) return null;
-  const lot = state.lots.find((l) => l.transactionId === work.transactionId)!;
+  const lot = state.lots.get(work.transactionId)!;
   switch (work.kind) {
     case 'release':
       return {

@@ -1,0 +1,159 @@
+import { OrderedMap, OrderedSet } from 'immutable';
+import {
+  applyReversal,
+  creditLot,
+  type DueWork,
+  dueWork,
+  expireLot,
+  type Lot,
+  type NewLot,
+  noticeLot,
+  planDebit,
+  planReversal,
+  releaseLot,
+  returnShares,
+  type ReversalPlan,
+  type ReversalRefusal,
+  type Share,
+  takeShares,
+} from '../../events/lots.js';
+
+/**
+ * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, by id, in
+ * the order made, kept in persistent maps so that a new state shares all but what an event
+ * changed. A credit costs O(log n) and leaves the state before it intact, whatever the number of
+ * lots: a customer with 100,000 credits earns as fast as a new one (an array copied per event made
+ * that O(n), and a long history O(n²)).
+ *
+ * The rules stay in src/events/lots.ts: each operation takes the few lots an event names (or the open ones a
+ * plan needs), applies the pure function to them, and puts the changed lots back. Two indexes
+ * keep the per-command work to the lots that can still change:
+ * - `open`: lots with points left or pending — what a debit plans from;
+ * - `timed`: open lots that are pending or have an expiry — the only ones with due work.
+ * A spent, expired or fully reversed lot leaves both (a cancelled redemption's return, or nothing,
+ * brings it back), and stays in `all` for reversals, rolling tiers and audits.
+ */
+export class LotLedger {
+  private constructor(
+    private readonly all: OrderedMap<string, Lot>,
+    private readonly open: OrderedSet<string>,
+    private readonly timed: OrderedSet<string>,
+  ) {}
+
+  static readonly EMPTY = new LotLedger(OrderedMap(), OrderedSet(), OrderedSet());
+
+  /** From a snapshot's JSON (`toJSON`: the lots in the order made), or from an array in tests. */
+  static of(lots: Iterable<Lot>): LotLedger {
+    return LotLedger.EMPTY.put([...lots]);
+  }
+
+  get size(): number {
+    return this.all.size;
+  }
+
+  get(transactionId: string): Lot | undefined {
+    return this.all.get(transactionId);
+  }
+
+  /** Every lot, in the order made. */
+  values(): Lot[] {
+    return [...this.all.values()];
+  }
+
+  /** Lots with points left or pending (in the order they last opened: callers sort). */
+  openLots(): Lot[] {
+    return this.lotsOf(this.open);
+  }
+
+  credit(lot: NewLot): LotLedger {
+    return this.put(creditLot([], lot));
+  }
+
+  takeShares(shares: readonly Share[]): LotLedger {
+    return shares.length === 0 ? this : this.put(takeShares(this.named(shares.map((s) => s.transaction_id)), shares));
+  }
+
+  returnShares(shares: readonly Share[]): LotLedger {
+    return shares.length === 0 ? this : this.put(returnShares(this.named(shares.map((s) => s.transaction_id)), shares));
+  }
+
+  release(transactionId: string): LotLedger {
+    return this.put(releaseLot(this.named([transactionId]), transactionId));
+  }
+
+  notice(transactionId: string): LotLedger {
+    return this.put(noticeLot(this.named([transactionId]), transactionId));
+  }
+
+  expire(transactionId: string): LotLedger {
+    return this.put(expireLot(this.named([transactionId]), transactionId).lots);
+  }
+
+  reverse(transactionId: string, plan: ReversalPlan): LotLedger {
+    const ids = [transactionId, ...plan.fromBalance.map((s) => s.transaction_id)];
+    return this.put(applyReversal(this.named(ids), transactionId, plan));
+  }
+
+  /** The shares a debit of `amount` takes, in consumption order; null when the balance is short. */
+  planDebit(amount: number, except?: string): Share[] | null {
+    return planDebit(this.openLots(), amount, except);
+  }
+
+  planReversal(transactionId: string, amount: number): ReversalPlan | ReversalRefusal {
+    const lot = this.all.get(transactionId);
+    const lots = lot && !this.open.has(transactionId) ? [lot, ...this.openLots()] : this.openLots();
+    return planReversal(lots, transactionId, amount);
+  }
+
+  /** The work due at `now`, in due order (see lots.ts `dueWork`). */
+  dueWork(now: Date, noticeDays: number): DueWork[] {
+    return this.timed.size === 0 ? [] : dueWork(this.lotsOf(this.timed), now, noticeDays);
+  }
+
+  /** Open lots that have due work ahead: pending, or with points and an expiry. */
+  timedLots(): Lot[] {
+    return this.lotsOf(this.timed);
+  }
+
+  /** A snapshot holds the lots as an array, in the order made. */
+  toJSON(): Lot[] {
+    return this.values();
+  }
+
+  /** The lots named, in the order given (each once); throws for an id it does not hold. */
+  private named(ids: readonly string[]): Lot[] {
+    return [...new Set(ids)].map((id) => {
+      const lot = this.all.get(id);
+      if (!lot) throw new Error(`no lot ${id}`);
+      return lot;
+    });
+  }
+
+  private lotsOf(ids: OrderedSet<string>): Lot[] {
+    const lots: Lot[] = [];
+    for (const id of ids) lots.push(this.all.get(id)!);
+    return lots;
+  }
+
+  /** Puts changed (or new) lots back, moving each in or out of the indexes. */
+  private put(changed: readonly Lot[]): LotLedger {
+    if (changed.length === 0) return this;
+    let all = this.all;
+    let open = this.open;
+    let timed = this.timed;
+    const batch = changed.length > 1;
+    if (batch) {
+      all = all.asMutable();
+      open = open.asMutable();
+      timed = timed.asMutable();
+    }
+    for (const lot of changed) {
+      all = all.set(lot.transactionId, lot);
+      const isOpen = lot.remaining > 0 || lot.status === 'pending';
+      open = isOpen ? open.add(lot.transactionId) : open.remove(lot.transactionId);
+      const isTimed = isOpen && (lot.status === 'pending' || lot.expiresAt !== null);
+      timed = isTimed ? timed.add(lot.transactionId) : timed.remove(lot.transactionId);
+    }
+    return batch ? new LotLedger(all.asImmutable(), open.asImmutable(), timed.asImmutable()) : new LotLedger(all, open, timed);
+  }
+}

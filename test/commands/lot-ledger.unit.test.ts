@@ -1,0 +1,153 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
+import {
+  applyReversal,
+  creditLot,
+  dueWork,
+  expireLot,
+  type Lot,
+  noticeLot,
+  planDebit,
+  planReversal,
+  releaseLot,
+  returnShares,
+  type Share,
+  takeShares,
+} from '../../src/events/lots.js';
+
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-11-24T00:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+type Op =
+  | { kind: 'credit'; amount: number; pendingFor: number | null; expiresIn: number | null }
+  | { kind: 'debit'; amount: number }
+  | { kind: 'release' | 'expire' | 'return' | 'notice'; pick: number }
+  | { kind: 'reverse'; pick: number; amount: number }
+  | { kind: 'due'; day: number };
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({
+    kind: fc.constant('credit' as const),
+    amount: fc.integer({ min: 1, max: 1000 }),
+    pendingFor: fc.option(fc.integer({ min: 1, max: 10 }), { nil: null }),
+    expiresIn: fc.option(fc.integer({ min: 11, max: 40 }), { nil: null }),
+  }),
+  fc.record({ kind: fc.constant('debit' as const), amount: fc.integer({ min: 1, max: 1500 }) }),
+  fc.record({ kind: fc.constantFrom('release' as const, 'expire' as const, 'return' as const, 'notice' as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant('reverse' as const), pick: fc.nat(), amount: fc.integer({ min: 1, max: 1200 }) }),
+  fc.record({ kind: fc.constant('due' as const), day: fc.integer({ min: 0, max: 50 }) }),
+);
+
+const byId = (a: { transactionId: string }, b: { transactionId: string }) => (a.transactionId < b.transactionId ? -1 : 1);
+const asSet = (work: ReturnType<typeof dueWork>) => [...work].sort((a, b) => (a.at + a.kind + a.transactionId < b.at + b.kind + b.transactionId ? -1 : 1));
+
+describe('LotLedger: the customer state\'s persistent lots', () => {
+  it('answers exactly what the plain lot functions answer on an array, for any history', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        let lots: Lot[] = [];
+        let ledger = LotLedger.EMPTY;
+        const debits: Share[][] = [];
+        ops.forEach((o, i) => {
+          const pick = <T>(items: T[], n: number) => (items.length === 0 ? undefined : items[n % items.length]);
+          switch (o.kind) {
+            case 'credit': {
+              const made = {
+                transactionId: `txn_${String(i).padStart(3, '0')}`,
+                amount: o.amount,
+                createdAt: iso(T0 + i),
+                availableAt: o.pendingFor === null ? null : iso(T0 + o.pendingFor * DAY),
+                expiresAt: o.expiresIn === null ? null : iso(T0 + o.expiresIn * DAY),
+              };
+              lots = creditLot(lots, made);
+              ledger = ledger.credit(made);
+              break;
+            }
+            case 'debit': {
+              const shares = planDebit(lots, o.amount);
+              expect(ledger.planDebit(o.amount)).toEqual(shares);
+              if (!shares) break;
+              lots = takeShares(lots, shares);
+              ledger = ledger.takeShares(shares);
+              debits.push(shares);
+              break;
+            }
+            case 'release': {
+              const target = pick(lots.filter((l) => l.status === 'pending'), o.pick);
+              if (!target) break;
+              lots = releaseLot(lots, target.transactionId);
+              ledger = ledger.release(target.transactionId);
+              break;
+            }
+            case 'notice': {
+              const target = pick(lots.filter((l) => l.remaining > 0 && l.expiresAt !== null), o.pick);
+              if (!target) break;
+              lots = noticeLot(lots, target.transactionId);
+              ledger = ledger.notice(target.transactionId);
+              break;
+            }
+            case 'expire': {
+              const target = pick(lots.filter((l) => l.status === 'available' && l.remaining > 0), o.pick);
+              if (!target) break;
+              lots = expireLot(lots, target.transactionId).lots;
+              ledger = ledger.expire(target.transactionId);
+              break;
+            }
+            case 'return': {
+              const shares = debits.splice(o.pick % Math.max(1, debits.length), 1)[0];
+              if (!shares) break;
+              lots = returnShares(lots, shares);
+              ledger = ledger.returnShares(shares);
+              break;
+            }
+            case 'reverse': {
+              const target = pick(lots, o.pick);
+              if (!target) break;
+              const plan = planReversal(lots, target.transactionId, o.amount);
+              expect(ledger.planReversal(target.transactionId, o.amount)).toEqual(plan);
+              if (typeof plan === 'string') break;
+              lots = applyReversal(lots, target.transactionId, plan);
+              ledger = ledger.reverse(target.transactionId, plan);
+              break;
+            }
+            case 'due': {
+              const now = new Date(T0 + o.day * DAY);
+              // The same work; on exact ties of instant and kind the two may list lots in another order.
+              expect(asSet(ledger.dueWork(now, 7))).toEqual(asSet(dueWork(lots, now, 7)));
+              break;
+            }
+          }
+          expect(ledger.values()).toEqual(lots);
+          expect(ledger.openLots().sort(byId)).toEqual(lots.filter((l) => l.remaining > 0 || l.status === 'pending').sort(byId));
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('leaves the ledger it was made from as it was', () => {
+    const made = { amount: 10, createdAt: iso(T0), availableAt: null, expiresAt: iso(T0 + 30 * DAY) };
+    const before = LotLedger.EMPTY.credit({ ...made, transactionId: 'txn_a' });
+    const after = before.credit({ ...made, transactionId: 'txn_b' }).takeShares([{ transaction_id: 'txn_a', amount: 4 }]).expire('txn_b');
+    expect(before.values()).toEqual([expect.objectContaining({ transactionId: 'txn_a', remaining: 10, spent: 0 })]);
+    expect(before.dueWork(new Date(T0 + 31 * DAY), 7)).toEqual([{ kind: 'expire', transactionId: 'txn_a', at: made.expiresAt }]);
+    expect(after.values().map((l) => [l.transactionId, l.remaining, l.status])).toEqual([
+      ['txn_a', 6, 'available'],
+      ['txn_b', 0, 'expired'],
+    ]);
+  });
+
+  it('goes into a snapshot as the array of its lots and comes back the same', () => {
+    let ledger = LotLedger.EMPTY;
+    for (let i = 0; i < 5; i++) ledger = ledger.credit({ transactionId: `txn_${i}`, amount: 10 + i, createdAt: iso(T0 + i), availableAt: i === 2 ? iso(T0 + DAY) : null, expiresAt: null });
+    ledger = ledger.takeShares([{ transaction_id: 'txn_0', amount: 10 }]);
+    const json: Lot[] = JSON.parse(JSON.stringify({ lots: ledger })).lots;
+    expect(json).toEqual(ledger.values());
+    const back = LotLedger.of(json);
+    expect(back.values()).toEqual(ledger.values());
+    expect(back.openLots().map((l) => l.transactionId)).toEqual(['txn_1', 'txn_2', 'txn_3', 'txn_4']);
+    expect(back.timedLots().map((l) => l.transactionId)).toEqual(['txn_2']);
+  });
+});
