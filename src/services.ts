@@ -18,12 +18,14 @@ import { type IdGenerator, newId } from './ids.js';
 import { assertReachable, type DatabaseHandle, openDatabase } from './db/database.js';
 import { lockDataDir } from './db/data-dir-lock.js';
 import { migrateToLatest } from './db/migrations.js';
+import { type Listener, listen } from './db/listen.js';
 import { PrincipalCache } from './projections/access/principal-cache.js';
 import { ProcessMark } from './db/process-mark.js';
 import { accessQueries } from './projections/access/access-queries.js';
 import { catalogQueries } from './projections/catalog/catalog-queries.js';
 import { customerQueries } from './projections/customers/customers-queries.js';
 import { Projections } from './projections/projections.js';
+import { PROJECTED_CHANNEL } from './projections/runner.js';
 import { PROJECTORS } from './projectors.js';
 import { statsQueries } from './projections/stats/stats-queries.js';
 import { openEventStore } from './store/open-event-store.js';
@@ -92,7 +94,8 @@ export async function createServices(options: ServicesOptions) {
     throw error;
   }
   const processMark = await ProcessMark.take(database, logger);
-  const eventLog = openEventStore(config.eventStoreUrl, database.db, { server: database.kind === 'postgres' });
+  const server = database.kind === 'postgres';
+  const eventLog = openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
   const store = eventLog.store;
   const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {
@@ -100,6 +103,11 @@ export async function createServices(options: ServicesOptions) {
     now: () => clock.now(),
     settleTimeoutMs: config.readYourWritesTimeoutMs,
     settleByCheckpoints: options.projectionsElsewhere ?? false,
+    // On a server, every projection batch announces its checkpoints, and API processes listen.
+    announce: server,
+    ...(options.projectionsElsewhere && config.databaseUrl
+      ? { listenForCheckpoints: (listener: Listener) => listen(config.databaseUrl!, PROJECTED_CHANNEL, listener, logger) }
+      : {}),
   });
   const access = accessQueries(database.db);
   const principals = new PrincipalCache();

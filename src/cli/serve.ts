@@ -121,9 +121,11 @@ async function startRole(
     services.dispatcher.start();
     services.scheduler.start();
   }
-  // Split roles on a PostgreSQL server: API processes wake the workers on every append.
+  // Split roles on a PostgreSQL server: API processes wake the workers on every append. The
+  // PostgreSQL log sends that signal from the append's own statement; with KurrentDB's log, a
+  // notify follows each append.
   let stopListening = async () => {};
-  if (config.databaseUrl && role === 'api') signalAppends(services.db, services.store, services.logger);
+  if (config.databaseUrl && config.eventStoreUrl && role === 'api') signalAppends(services.db, services.store, services.logger);
   if (config.databaseUrl && role === 'workers') {
     stopListening = await listenForAppends(config.databaseUrl, () => services.projections.runners.forEach((r) => r.wake()), services.logger);
   }

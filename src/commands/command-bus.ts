@@ -217,14 +217,28 @@ function cacheQueued(parts: BusParts, writes: AppendedWrite[], queued: Queued, o
  * reads after that. Nothing is trusted from memory that the store has not confirmed.
  */
 function readingIn(parts: BusParts, read: Parameters<Redecide>[0]): Load {
+  let folded = foldedInBatch.get(read);
+  if (!folded) foldedInBatch.set(read, (folded = new Map()));
+  const memo = folded;
   return async (stream, decider) => {
     const base = await parts.cache.baseline<ReturnType<typeof decider.initialState>>(stream, decider.revive);
-    const events = await read(stream, base ? base.revision + 1 : 0);
-    let state = base ? base.state : decider.initialState();
+    const earlier = memo.get(stream);
+    const start = earlier && earlier.decider === decider && earlier.revision >= (base?.revision ?? -1) ? earlier : base;
+    const events = await read(stream, start ? start.revision + 1 : 0);
+    let state = (start ? start.state : decider.initialState()) as ReturnType<typeof decider.initialState>;
     for (const event of events) state = decider.evolve(state, decodedFor(decider, event));
-    return { state, revision: events.at(-1)?.streamPosition ?? base?.revision ?? 'no_stream', optimistic: false };
+    const revision = events.at(-1)?.streamPosition ?? start?.revision ?? 'no_stream';
+    if (revision !== 'no_stream') memo.set(stream, { decider, state, revision });
+    return { state, revision, optimistic: false };
   };
 }
+
+/**
+ * Per batch (its `read`), the newest state each redecision folded of a stream: the next append of
+ * the batch decided again on that stream folds on from it, not from the cache's baseline again, so
+ * a batch of n appends to one hot stream folds each event once instead of n times.
+ */
+const foldedInBatch = new WeakMap<Parameters<Redecide>[0], Map<string, { decider: unknown; state: unknown; revision: number }>>();
 
 /** The revision a write's stream is at once it is appended (unknown for `any`). */
 function revisionAfter(w: AppendedWrite): number | undefined {

@@ -1,26 +1,42 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import type { Listener } from '../db/listen.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
 
-/** Pause between two reads of the checkpoints while someone waits (a read is one indexed query). */
+/** Pause between two reads of the checkpoints while someone waits and no announcement can come (a read is one indexed query). */
 const POLL_MS = 10;
+/** The same while announcements come: only a safety net for one lost with a dropped connection. */
+const SAFETY_POLL_MS = 250;
+
+/** Opens a LISTEN on the projection batches' announcements (`PROJECTED_CHANNEL`); resolves to what stops it. */
+export type ListenForCheckpoints = (listener: Listener) => Promise<() => Promise<void>>;
 
 /**
- * Waits for projections that run in other processes (`serve --role workers`) to pass a position,
- * by reading their checkpoints in PostgreSQL. One poll loop serves every waiter of the process,
- * and runs only while someone waits.
+ * Waits for projections that run in other processes (`serve --role workers`) to pass a position.
+ * With `listen`, each projection batch announces the lowest checkpoint of the group as it commits
+ * (`RunnerOptions.announce`), and a waiter is answered on that announcement: no query, and no
+ * poll interval in its latency. The checkpoints are still read now and then (every 10 ms while the
+ * announcements' connection is down, every 250 ms otherwise) while someone waits. One listener and
+ * one poll loop serve every waiter of the process.
  */
 export class CheckpointWatcher {
   private waiters: Array<{ position: Checkpoint; resolve: (reached: boolean) => void }> = [];
   private polling: Promise<void> | null = null;
+  /** The latest lowest checkpoint announced or read. */
+  private known: Checkpoint | null = null;
+  private announced = false;
+  private listening: Promise<(() => Promise<void>) | null> | null = null;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly names: readonly string[],
+    private readonly listen?: ListenForCheckpoints,
   ) {}
 
   /** Resolves true once every named projection has passed `position`, false after `timeoutMs`. */
   waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
+    if (this.known && compareCheckpoints(this.known, position) >= 0) return Promise.resolve(true);
+    this.listening ??= this.startListening();
     return new Promise((resolve) => {
       const timer = setTimeout(() => finish(false), timeoutMs);
       const waiter = { position, resolve: (reached: boolean) => finish(reached) };
@@ -34,13 +50,44 @@ export class CheckpointWatcher {
     });
   }
 
+  /** Stops listening for announcements. */
+  async stop(): Promise<void> {
+    const stop = await this.listening?.catch(() => null);
+    this.listening = null;
+    await stop?.();
+  }
+
+  private async startListening(): Promise<(() => Promise<void>) | null> {
+    if (!this.listen) return null;
+    try {
+      return await this.listen({
+        onNotification: (payload) => {
+          if (/^\d+$/.test(payload)) this.reached({ globalPosition: BigInt(payload) });
+        },
+        onReconnect: () => {},
+        onConnected: (connected) => (this.announced = connected),
+        what: 'projection announcements connection lost; read-your-writes polls the checkpoints until it is back',
+      });
+    } catch {
+      return null; // no announcements: the poll answers, at its faster pace
+    }
+  }
+
+  private reached(lowest: Checkpoint): void {
+    this.known = lowest;
+    for (const waiter of [...this.waiters]) {
+      if (compareCheckpoints(lowest, waiter.position) >= 0) waiter.resolve(true);
+    }
+  }
+
   private async poll(): Promise<void> {
+    const pause = () => new Promise((r) => setTimeout(r, this.announced ? SAFETY_POLL_MS : POLL_MS));
+    // While announcements come, the first read waits its turn too: usually they answer first.
+    if (this.announced) await pause();
     while (this.waiters.length > 0) {
       const slowest = await this.slowest();
-      for (const waiter of [...this.waiters]) {
-        if (slowest && compareCheckpoints(slowest, waiter.position) >= 0) waiter.resolve(true);
-      }
-      if (this.waiters.length > 0) await new Promise((r) => setTimeout(r, POLL_MS));
+      if (slowest) this.reached(slowest);
+      if (this.waiters.length > 0) await pause();
     }
   }
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
 import type { Projector } from './projector.js';
-import { CheckpointWatcher } from './checkpoint-watcher.js';
+import { CheckpointWatcher, type ListenForCheckpoints } from './checkpoint-watcher.js';
 import { projectionLag } from './projection-status.js';
 import type { ProjectorTrack } from './projector-track.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
@@ -31,11 +31,13 @@ export class Projections {
       logger?: Logger | undefined;
       /** Another process runs the loops: `settle` waits for its checkpoints rather than catching up here. */
       settleByCheckpoints?: boolean;
+      /** With settleByCheckpoints: hear the projection batches' announcements instead of polling (see `CheckpointWatcher`). */
+      listenForCheckpoints?: ListenForCheckpoints;
     } = {},
   ) {
     this.runner = new ProjectionRunner(db, store, projectors, options);
     this.runners = this.runner.tracks;
-    this.watcher = options.settleByCheckpoints ? new CheckpointWatcher(db, projectors.map((p) => p.name)) : null;
+    this.watcher = options.settleByCheckpoints ? new CheckpointWatcher(db, projectors.map((p) => p.name), options.listenForCheckpoints) : null;
   }
 
   start(): void {
@@ -48,7 +50,7 @@ export class Projections {
   async stop(): Promise<void> {
     this.started = false;
     this.unsubscribe?.();
-    await this.runner.stop();
+    await Promise.all([this.runner.stop(), this.watcher?.stop()]);
   }
 
   /** Applies every committed event now (for processes that run no projection loop, like the CLI). */

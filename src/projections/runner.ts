@@ -14,7 +14,15 @@ export interface RunnerOptions {
   logger?: Logger | undefined;
   /** Where the loop's health reads the time (default: the system clock). */
   now?: () => Date;
+  /**
+   * Each batch's transaction announces, on `PROJECTED_CHANNEL`, the lowest checkpoint of the group
+   * as it commits: API processes elsewhere wait for that instead of polling (PostgreSQL server only).
+   */
+  announce?: boolean;
 }
+
+/** The channel on which projection batches announce the lowest checkpoint of their group (a decimal position). */
+export const PROJECTED_CHANNEL = 'loyalty_projected';
 
 type StepOutcome = number | 'idle' | 'busy';
 
@@ -40,6 +48,7 @@ export class ProjectionRunner {
   private loaded = false;
   private readonly batchSize: number;
   private readonly loop: BackgroundLoop;
+  private readonly announce: boolean;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -50,6 +59,7 @@ export class ProjectionRunner {
     const list = Array.isArray(projectors) ? projectors : [projectors as Projector];
     this.tracks = list.map((p) => new ProjectorTrack(p, () => this.wake()));
     this.batchSize = options.batchSize ?? 500;
+    this.announce = options.announce ?? false;
     this.loop = new BackgroundLoop(async () => typeof (await this.step()) === 'number', {
       pollMs: options.pollMs ?? 250,
       onError: (error) => options.logger?.error({ err: error, projectors: this.name }, 'projection batch failed; will retry'),
@@ -149,11 +159,15 @@ export class ProjectionRunner {
         applied.push({ track, count: mine.length });
       }
       if (applied.length > 0) {
-        await trx
-          .updateTable('projection_checkpoints')
-          .set({ global_position: Number(next.globalPosition), updated_at: new Date() })
-          .where('name', 'in', applied.map((a) => a.track.name))
-          .execute();
+        const names = applied.map((a) => a.track.name);
+        // With `announce`: every checkpoint of the group as this transaction commits, the lowest
+        // being what a write's read-your-writes waits for.
+        const lowestAfter = lowest(this.tracks.map((t) => (names.includes(t.name) ? next : (seen.get(t.name) ?? t.position))));
+        await sql`with moved as (
+            update projection_checkpoints set global_position = ${Number(next.globalPosition)}, updated_at = ${new Date()}
+            where name = any(${names}) returning 1)
+          select pg_notify(${PROJECTED_CHANNEL}, ${lowestAfter.globalPosition.toString()})
+          from (select count(*) from moved) as m where ${this.announce}`.execute(trx);
       }
       return { seen, applied, busy: held.length < names.length };
     });

@@ -11,6 +11,12 @@ import type { AppendReceipt } from './event-store.js';
  */
 export const APPEND_LOCK_KEY = 7_270_612_466_100_531_901n;
 
+/**
+ * The PostgreSQL channel that tells worker processes the log grew. A store told to signal sends it
+ * from the append's own statement, so it costs no round trip and arrives when the events commit.
+ */
+export const APPENDED_CHANNEL = 'loyalty_appended';
+
 // The batch's statements have fixed texts (no per-call query building), whatever the batch size.
 
 /**
@@ -34,7 +40,7 @@ const LOCK_STREAMS = `
  * skipped; the count comes out short, neither the lock nor the events insert runs, and the caller
  * rolls back and retries.
  */
-const WRITE_BATCH = `
+const WRITE_BATCH_TEXT = `
   with moved as (
     select * from jsonb_to_recordset($1::jsonb) as s(stream_id text, version bigint, last_hash text, is_new boolean)
   ), updated as (
@@ -62,6 +68,13 @@ const WRITE_BATCH = `
   )
   select claimed.streams, inserted.* from claimed left join inserted on true`;
 
+const WRITE_BATCH = WRITE_BATCH_TEXT;
+/** The same, with the append signal (`APPENDED_CHANNEL`) sent once the events are in: delivered at commit. */
+const WRITE_BATCH_SIGNALLED = WRITE_BATCH_TEXT.replace(
+  'select pg_advisory_xact_lock($2::bigint) from claimed where streams = $3',
+  `select pg_advisory_xact_lock($2::bigint), pg_notify('${APPENDED_CHANNEL}', '') from claimed where streams = $3`,
+);
+
 /** Which of the streams exist now: asked after the append lock, so every earlier commit shows. */
 const EXISTING_STREAMS = `select stream_id from streams where stream_id = any($1::text[])`;
 
@@ -79,9 +92,9 @@ export async function lockStreams(trx: Executor, written: string[], conditioned:
  * Writes the batch's stream rows and events. Returns each event's global position by
  * `stream@position`, or `null` when a stream the batch creates was created concurrently.
  */
-export async function writeBatch(trx: Executor, streams: StreamUpdate[], rows: EventRow[]): Promise<Map<string, number> | null> {
+export async function writeBatch(trx: Executor, streams: StreamUpdate[], rows: EventRow[], signal = false): Promise<Map<string, number> | null> {
   const result = await trx.executeQuery<{ streams: number | string; global_position: number | null; stream_id: string; stream_position: number }>(
-    CompiledQuery.raw(WRITE_BATCH, [JSON.stringify(streams), APPEND_LOCK_KEY.toString(), streams.length, JSON.stringify(rows)]),
+    CompiledQuery.raw(signal ? WRITE_BATCH_SIGNALLED : WRITE_BATCH, [JSON.stringify(streams), APPEND_LOCK_KEY.toString(), streams.length, JSON.stringify(rows)]),
   );
   if (Number(result.rows[0]?.streams) !== streams.length) return null;
   return new Map(result.rows.map((r) => [`${r.stream_id}@${Number(r.stream_position)}`, Number(r.global_position)]));

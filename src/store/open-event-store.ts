@@ -11,9 +11,10 @@ import { PostgresEventStore } from './postgres-event-store.js';
 export function openEventStore(
   eventStoreUrl: string | undefined,
   db: Kysely<Database>,
-  options: { server: boolean },
+  /** `signalAppends`: the PostgreSQL log signals every append to workers elsewhere, in the append's transaction (KurrentDB: see src/projections/append-signal.ts). */
+  options: { server: boolean; signalAppends?: boolean },
 ): { store: EventStore; close: () => Promise<void> } {
-  if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server }), close: async () => {} };
+  if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server, signal: options.signalAppends ?? false }), close: async () => {} };
   const store = KurrentDbEventStore.connect(eventStoreUrl);
   return { store, close: () => store.close() };
 }

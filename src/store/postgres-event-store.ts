@@ -53,6 +53,7 @@ export class PostgresEventStore implements EventStore {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly groupCommit: GroupCommit;
   private readonly redecides: boolean;
+  private readonly signals: boolean;
 
   /**
    * `redecide`: honour `AppendOptions.redecide` (decide appends again inside their batch). Only on a
@@ -61,9 +62,11 @@ export class PostgresEventStore implements EventStore {
    */
   private readonly db: Kysely<LogDatabase>;
 
-  constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean } = {}) {
+  /** `signal`: every batch that writes events sends `APPENDED_CHANNEL` (for workers in other processes). */
+  constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean; signal?: boolean } = {}) {
     this.db = withLogTables(db);
     this.redecides = options.redecide ?? false;
+    this.signals = options.signal ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
   }
 
@@ -125,7 +128,7 @@ export class PostgresEventStore implements EventStore {
     }
     let positions = new Map<string, number>();
     if (plan.rows.length > 0) {
-      const inserted = await writeBatch(trx, plan.streams, plan.rows);
+      const inserted = await writeBatch(trx, plan.streams, plan.rows, this.signals);
       if (!inserted) throw new StreamChangedConcurrently();
       positions = inserted;
       const mustBeAbsent = plan.outcomes.flatMap((o) => (o.ok ? o.noStreamConditions : []));
