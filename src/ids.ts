@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { customAlphabet } from 'nanoid';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -20,10 +21,15 @@ export const ID_PREFIXES = {
   request: 'req',
 } as const;
 
-export type IdKind = keyof typeof ID_PREFIXES;
+/** What an id names; `storedEvent` is a stored event's own id (`event_id`), a UUID as the log keys it. */
+export type IdKind = keyof typeof ID_PREFIXES | 'storedEvent';
 
-/** A prefixed, URL-safe id with 20 random base62 characters: `newId('customer')` → `cust_4fT…`. */
+/**
+ * A prefixed, URL-safe id with 20 random base62 characters: `newId('customer')` → `cust_4fT…`;
+ * `newId('storedEvent')` → a random UUID.
+ */
 export function newId(kind: IdKind): string {
+  if (kind === 'storedEvent') return randomUUID();
   return `${ID_PREFIXES[kind]}_${randomId()}`;
 }
 
@@ -32,5 +38,5 @@ export function newKeySecret(): string {
   return randomSecret();
 }
 
-/** Where ids come from: `newId` in production; injected (`createServices`) so tests and the scheduler to come can pass their own. */
+/** Where ids come from: `newId` in production; made once in `createServices` (tests pass their own) and injected everywhere ids are made. */
 export type IdGenerator = (kind: IdKind) => string;

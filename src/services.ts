@@ -1,7 +1,7 @@
 import pino, { type Logger } from 'pino';
 import { apiKeyCommands } from './commands/api-key/api-key-commands.js';
 import { businessCommands } from './commands/business/business-commands.js';
-import type { CommandDeps } from './commands/command-deps.js';
+import { commandDeps } from './commands/command-bus.js';
 import { ConflictRetries } from './commands/conflict-retries.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
 import { eventCommands } from './commands/customer/event-commands.js';
@@ -29,11 +29,16 @@ import { PROJECTED_CHANNEL } from './projections/runner.js';
 import { PROJECTORS } from './projectors.js';
 import { statsQueries } from './projections/stats/stats-queries.js';
 import { openEventStore } from './store/open-event-store.js';
+import type { Checkpoint } from './store/event-store.js';
 import { webhookCommands } from './commands/webhook/webhook-commands.js';
 import { type DispatcherOptions, WebhookDispatcher } from './webhooks/dispatcher.js';
 import { webhookSecrets } from './webhooks/secrets.js';
 import { assertDeliverableUrl } from './webhooks/url-guard.js';
 import { webhookQueries } from './webhooks/webhook-queries.js';
+import { auditStore } from './audit/audit-store.js';
+import { customerAsWritten } from './projections/customers/customer-as-written.js';
+import { customerEvents } from './projections/customers/customer-events.js';
+import { referenceOriginals } from './projections/reference-originals.js';
 import { LifecycleScheduler, type SchedulerOptions } from './lifecycle/scheduler.js';
 import { applyDueThroughCommands } from './lifecycle/apply-due.js';
 
@@ -106,19 +111,35 @@ export async function createServices(options: ServicesOptions) {
   });
   const access = accessQueries(database.db);
   const principals = new PrincipalCache();
+  /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
+  async function keysRevoked(): Promise<void> {
+    principals.clear();
+    await options.forgetPrincipals?.();
+  }
   const ids = options.ids ?? newId;
   const conflicts = new ConflictRetries();
-  const deps: CommandDeps = {
+  const busParts = {
     store,
     ids,
     clock,
     locks: new KeyedLock(),
     cache: new StateCache(10_000, snapshotStore(database.db)),
-    settle: (p) => projections.settle(p),
+    settle: (p: Checkpoint) => projections.settle(p),
     conflicts,
   };
+  const deps = commandDeps(busParts);
   const secrets = webhookSecrets(database.db);
-  const webhooks = webhookCommands(deps, { secrets, checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate) });
+  const customerReads = customerQueries(database.db);
+  const catalog = catalogQueries(database.db);
+  const webhookReads = webhookQueries(database.db);
+  const webhooks = webhookCommands(deps, {
+    secrets,
+    checkUrl: (url) => assertDeliverableUrl(url, config.webhookAllowPrivate),
+    async queueTest(businessId, webhookId, messageId, now) {
+      await webhookReads.enqueueTest(businessId, webhookId, messageId, now);
+      dispatcher.wake();
+    },
+  });
   const dispatcher = new WebhookDispatcher(database.db, {
     secrets,
     allowPrivate: config.webhookAllowPrivate,
@@ -134,7 +155,7 @@ export async function createServices(options: ServicesOptions) {
   const lifecycle = lifecycleCommands(deps);
   // The scheduler answers nobody: its appends need not wait for the read models (read-your-writes).
   const scheduler = new LifecycleScheduler(database.db, {
-    applyDue: applyDueThroughCommands(lifecycleCommands({ ...deps, settle: async () => {} })),
+    applyDue: applyDueThroughCommands(lifecycleCommands(commandDeps({ ...busParts, settle: async () => {} }))),
     now: () => clock.now(),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,
@@ -159,7 +180,7 @@ export async function createServices(options: ServicesOptions) {
     projections,
     commands: {
       businesses: businessCommands(deps),
-      apiKeys: apiKeyCommands(deps, { keyManagers: (businessId) => access.keyManagerIds(businessId) }),
+      apiKeys: apiKeyCommands(deps, { keyManagers: (businessId) => access.keyManagerIds(businessId), revoked: keysRevoked }),
       customers,
       program: programCommands(deps),
       rewards: rewardCommands(deps),
@@ -170,10 +191,18 @@ export async function createServices(options: ServicesOptions) {
     },
     queries: {
       access,
-      customers: customerQueries(database.db),
-      catalog: catalogQueries(database.db),
-      webhooks: webhookQueries(database.db),
+      customers: customerReads,
+      catalog,
+      webhooks: webhookReads,
       stats: statsQueries(database.db),
+      /** A customer as a write of its profile just left it, even while the read models lag. */
+      customerAsWritten: customerAsWritten(customerReads, store),
+      /** A customer's raw events, a page at a time. */
+      customerEvents: customerEvents(store),
+      /** What a reused reference was first used for, once the read models include it. */
+      original: referenceOriginals({ customers: customerReads, catalog }, (p) => projections.settle(p)),
+      /** One customer's hash-chain check and read-model diff (`loyalty audit verify --customer`). */
+      audit: (customerId: string) => auditStore(database.db, store, { customerId }),
     },
     dispatcher,
     /** The lifecycle scheduler (CONTRACT.md §13): due work by the `customer_due` index. */
@@ -181,11 +210,6 @@ export async function createServices(options: ServicesOptions) {
     /** Changes decided again because another writer moved a stream first (`/metrics`). */
     conflicts,
     principals,
-    /** A key was revoked: every process of this instance forgets its principals before this resolves (CONTRACT.md §2, §12). */
-    async keysRevoked(): Promise<void> {
-      principals.clear();
-      await options.forgetPrincipals?.();
-    },
     async close() {
       await scheduler.stop();
       await dispatcher.stop();
@@ -199,3 +223,7 @@ export async function createServices(options: ServicesOptions) {
 }
 
 export type Services = Awaited<ReturnType<typeof createServices>>;
+/** The command handlers, as the edges (HTTP, CLI) call them. */
+export type Commands = Services['commands'];
+/** The read side, as the edges call it. */
+export type Queries = Services['queries'];

@@ -31,6 +31,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
+import { newId } from '../../src/ids.js';
 import { type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { snapshotStore } from '../../src/commands/snapshot-store.js';
 import { streams } from '../../src/events/streams.js';
@@ -538,7 +539,7 @@ async function seedHistory(dbName: string, businessId: string, customerId: strin
         for (const event of decided) state = customerDecider.evolve(state, event);
         batch.push(...decided);
       }
-      const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx) }]);
+      const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx, newId) }]);
       revision = result.revisions[stream]!;
       done += batch.length;
     }

@@ -153,7 +153,7 @@ export async function seedLots(url: string, businessId: string, customers: numbe
             },
           });
         }
-        writes.push({ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(events, ctx) });
+        writes.push({ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(events, ctx, newId) });
       }
       await eventStore.append(writes);
     }

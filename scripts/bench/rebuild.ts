@@ -78,7 +78,7 @@ export async function seedCustomers(dbName: string, businessId: string, customer
       while (decided.length < count) {
         take(customerDecider.decide(earnOnePoint(), state));
       }
-      return { stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(decided, ctx) };
+      return { stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(decided, ctx, newId) };
     };
     const worker = async () => {
       while (next < customers) {

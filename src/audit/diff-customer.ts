@@ -1,5 +1,5 @@
 import { customerDecider, type CustomerState } from '../commands/customer/customer-decider.js';
-import { pending, spendable } from '../commands/customer/lots.js';
+import { pending, spendable } from '../events/lots.js';
 import { fold } from '../commands/decider.js';
 import type { Selectable } from 'kysely';
 import type { CustomersTable, LedgerEntriesTable } from '../db/schema.js';

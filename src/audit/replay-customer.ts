@@ -3,7 +3,7 @@ import { CUSTOMER_EVENT_TYPES } from '../events/customer-events.js';
 import { type Decoded, decodeAll, ofTypes } from '../events/decode.js';
 import { counted } from '../plural.js';
 import { ledgerEntryFromEvent } from '../projections/customers/ledger-entry.js';
-import type { LotStatus } from '../commands/customer/lots.js';
+import type { LotStatus } from '../events/lots.js';
 import type { StoredEvent } from '../store/event-store.js';
 
 /** One line of a customer's statement: an event and the customer's state right after it. */

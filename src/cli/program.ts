@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
 import pino from 'pino';
 import { PERMISSIONS, type Permission } from '../events/permissions.js';
-import { PLAN_LIMITS } from '../commands/business/business-decider.js';
+import { PLAN_LIMITS } from '../commands/index.js';
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { ApiError } from '../errors.js';

@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
 import { decode } from '../events/decode.js';
 import type { CommandContext } from '../events/metadata.js';
-import type { AppendResult, AppendWrite, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../store/event-store.js';
+import type { IdGenerator } from '../ids.js';
+import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../store/event-store.js';
 import type { Decider } from './decider.js';
 import type { StateCache } from './state-cache.js';
 
@@ -16,16 +16,10 @@ export interface Loaded<State> {
   pending?: Promise<AppendResult>;
 }
 
-type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve' | 'revive'>;
+export type Folding<State, Event extends DomainEvent> = Pick<Decider<unknown, State, Event>, 'initialState' | 'evolve' | 'revive'>;
 
-/** Loads a stream's state for a decision (`write` hands one to each attempt). */
+/** Loads a stream's state for a decision (the command bus hands one to each attempt). */
 export type Load = <State, Event extends DomainEvent>(stream: string, decider: Folding<State, Event>) => Promise<Loaded<State>>;
-
-/** Loads that always read the store after the cached state (for checks made outside a `write`). */
-export const loaderOf =
-  (deps: { store: EventStore; cache?: StateCache }): Load =>
-  (stream, decider) =>
-    loadAggregate(deps.store, stream, decider, deps.cache);
 
 /**
  * Reads a stream and folds it through a decider. With a cache, starts from the cached state (in
@@ -35,7 +29,7 @@ export const loaderOf =
  * assumes an append still queued; without, the load waits for such an append to settle.
  */
 export async function loadAggregate<State, Event extends DomainEvent>(
-  store: EventStore,
+  store: Pick<EventStore, 'readStream'>,
   stream: string,
   decider: Folding<State, Event>,
   cache?: StateCache,
@@ -64,8 +58,15 @@ export function decodedFor<State, Event extends DomainEvent>(_decider: Folding<S
   return { type: decoded.type, data: decoded.data, recordedAt: event.recordedAt } as unknown as Event;
 }
 
-/** An append write that also carries the state its events lead to, so the cache can hold it once appended. */
-export interface DecidedWrite extends AppendWrite {
+/**
+ * One stream's part of a change, as a handler decides it: the events, appended only if the stream
+ * is still at `expected` (the revision they were decided on), and the state they lead to, which
+ * the cache holds once they are appended. The command bus stamps the events' metadata.
+ */
+export interface DecidedWrite {
+  stream: string;
+  expected: ExpectedRevision;
+  events: DomainEvent[];
   after?: unknown;
 }
 
@@ -75,23 +76,22 @@ export function decidedWrite<State, Event extends DomainEvent>(
   loaded: Pick<Loaded<State>, 'state' | 'revision'>,
   decider: Pick<Decider<unknown, State, Event>, 'evolve'>,
   events: Event[],
-  ctx: CommandContext,
 ): DecidedWrite {
-  return { stream, expected: loaded.revision, events: withMetadata(events, ctx), after: events.reduce(decider.evolve, loaded.state) };
+  return { stream, expected: loaded.revision, events, after: events.reduce(decider.evolve, loaded.state) };
 }
 
 /**
  * A condition on a stream the command only read: the append fails with `WrongExpectedVersion`
  * unless the stream is still at the revision decided on (so a concurrent change makes it retry).
  */
-export function unchangedSince(stream: string, loaded: Pick<Loaded<unknown>, 'revision'>): AppendWrite {
+export function unchangedSince(stream: string, loaded: Pick<Loaded<unknown>, 'revision'>): DecidedWrite {
   return { stream, expected: loaded.revision, events: [] };
 }
 
-/** Wraps decided events with the metadata every stored event carries. */
-export function withMetadata(events: DomainEvent[], ctx: CommandContext): NewEvent[] {
+/** Wraps decided events with the metadata every stored event carries; their ids come from `ids`. */
+export function withMetadata(events: DomainEvent[], ctx: CommandContext, ids: IdGenerator): NewEvent[] {
   return events.map((event) => {
-    const id = randomUUID();
+    const id = ids('storedEvent');
     return {
       id,
       type: event.type,

@@ -4,6 +4,7 @@
  */
 export { apiKeyCommands, type ApiKeyCommands, type CreateKeyInput } from './api-key/api-key-commands.js';
 export { businessCommands, type BusinessCommands } from './business/business-commands.js';
+export { PLAN_LIMITS } from './business/business-decider.js';
 export { customerCommands, type CustomerCommands, type RecordPointsInput } from './customer/customer-commands.js';
 export { DuplicateReference, type RecordedEvent } from './customer/customer-stream.js';
 export { eventCommands, type EventCommands, type RecordEventInput } from './customer/event-commands.js';
@@ -12,7 +13,7 @@ export { type AppliedDue, lifecycleCommands, type LifecycleCommands, type Revers
 export { nextDueAt, plannedDowngrade } from './customer/due-work.js';
 export { type CustomerState, type Lifecycle, type LifecyclePolicy } from './customer/customer-state.js';
 export { policyOf } from './program/program-commands.js';
-export { programCommands, type ProgramCommands } from './program/program-commands.js';
+export { programCommands, type ProgramCommands, type ProgramSettingsView } from './program/program-commands.js';
 export { rewardCommands, type RewardCommands } from './reward/reward-commands.js';
 export { webhookCommands, type WebhookCommands, type WebhookInput } from './webhook/webhook-commands.js';
 export { conditionHolds, eventPoints, rulePoints } from './program/rules.js';

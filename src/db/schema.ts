@@ -60,7 +60,7 @@ export interface CustomersTable {
   next_expiring_at: Timestamp | null;
 }
 
-/** A credit's lot (CONTRACT.md §13; the parts of src/commands/customer/lots.ts's `Lot`). */
+/** A credit's lot (CONTRACT.md §13; the parts of src/events/lots.ts's `Lot`). */
 export interface LotsTable {
   business_id: string;
   customer_id: string;

@@ -13,6 +13,7 @@ import { preflight, publicKeyCors } from './middleware/cors.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { rateLimitStore } from './middleware/rate-limit-store.js';
 import { jsonBody } from './middleware/json-body.js';
+import { idempotencyStore as createIdempotencyStore } from './middleware/idempotency-store.js';
 import { bodySize } from './middleware/body-size.js';
 import { storableUrl } from './middleware/storable-url.js';
 import { requestLog } from './middleware/request-log.js';
@@ -72,10 +73,14 @@ export function createApp(services: Services, options: AppOptions = {}) {
     await next();
     if (options.draining?.() || bodyLeftUnread(c)) c.res.headers.set('Connection', 'close');
   });
+  const idempotencyStore = createIdempotencyStore(services.db, { holder: services.processMark.id, leaseMs: services.config.claimLeaseMs });
   app.use('*', async (c, next) => {
-    c.set('services', services);
+    c.set('commands', services.commands);
+    c.set('queries', services.queries);
     c.set('clock', clock);
     c.set('ids', services.ids);
+    c.set('logger', services.logger);
+    c.set('idempotencyStore', idempotencyStore);
     await next();
   });
   app.use('*', requestLog);
@@ -101,7 +106,7 @@ function registerApi(app: ReturnType<typeof createRouter>, services: Services, c
   registerDashboard(app);
   app.use('/api/*', preflight);
   app.use('/api/v1/*', publicKeyCors);
-  app.use('/api/v1/*', authenticate);
+  app.use('/api/v1/*', authenticate((hash) => services.principals.lookup(hash, (h) => services.queries.access.principalByKeyHash(h))));
   const { config, database } = services;
   const privatePolicy = { rps: config.rateLimitRps, burst: config.rateLimitBurst };
   const publicPolicy = { rps: config.publicRateLimitRps, burst: config.publicRateLimitBurst };

@@ -40,6 +40,23 @@ export async function projectionStatus(
   );
 }
 
+/**
+ * Each named projector's checkpoint and how far the log's `head` is past it, for gauges and
+ * readiness that are asked often: the store subtracts positions where it can, and where it has to
+ * count the events (KurrentDB) it stops at `max`.
+ */
+export async function projectionLag(db: Kysely<Database>, store: EventStore, names: readonly string[], max: number) {
+  const head = await store.headPosition();
+  const rows = await db.selectFrom('projection_checkpoints').select(['name', 'global_position']).execute();
+  return Promise.all(
+    names.map(async (name) => {
+      const position = rows.find((r) => r.name === name)?.global_position ?? 0;
+      const lag = await store.lag({ globalPosition: BigInt(position) }, head, { max });
+      return { name, position, lag };
+    }),
+  );
+}
+
 export function formatProjectionStatus(statuses: readonly ProjectionStatus[]): string {
   const header = ['projector', 'checkpoint', 'lag', 'updated_at', 'tables'];
   const rows = statuses.map((s) => [

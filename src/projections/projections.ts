@@ -4,6 +4,7 @@ import type { Database } from '../db/schema.js';
 import type { Checkpoint, EventStore } from '../store/event-store.js';
 import type { Projector } from './projector.js';
 import { CheckpointWatcher, type ListenForCheckpoints } from './checkpoint-watcher.js';
+import { projectionLag } from './projection-status.js';
 import type { ProjectorTrack } from './projector-track.js';
 import { ProjectionRunner, type RunnerOptions } from './runner.js';
 
@@ -22,7 +23,7 @@ export class Projections {
   private readonly watcher: CheckpointWatcher | null;
 
   constructor(
-    db: Kysely<Database>,
+    private readonly db: Kysely<Database>,
     private readonly store: EventStore,
     projectors: readonly Projector[],
     private readonly options: RunnerOptions & {
@@ -55,6 +56,14 @@ export class Projections {
   /** Applies every committed event now (for processes that run no projection loop, like the CLI). */
   async catchUp(): Promise<void> {
     await this.runner.catchUp();
+  }
+
+  /**
+   * Each projector's checkpoint and how far the log's head is past it (`/readyz`, the lag gauge):
+   * where the store has to count the events to tell (KurrentDB), it stops at `max`.
+   */
+  lag(max: number): Promise<Array<{ name: string; position: number; lag: number }>> {
+    return projectionLag(this.db, this.store, this.runners.map((r) => r.name), max);
   }
 
   /**

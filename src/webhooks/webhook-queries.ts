@@ -1,7 +1,10 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database, WebhookEndpointRow, WebhookMessageRow } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { fetchPage, type Page, type PageRequest } from '../projections/page.js';
+
+/** A webhook message due this long ago and still unclaimed means delivery is not keeping up, or not running. */
+const OVERDUE_MS = 60_000;
 
 export function webhookQueries(db: Kysely<Database>) {
   const endpoint = (businessId: string, id: string): Promise<WebhookEndpointRow | undefined> =>
@@ -15,6 +18,31 @@ export function webhookQueries(db: Kysely<Database>) {
 
   return {
     endpoint,
+    /** Messages waiting for delivery. */
+    async queueDepth(): Promise<number> {
+      const row = await db
+        .selectFrom('webhook_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    },
+    /**
+     * The delivery queue as any process sees it in the database, wherever the workers run: messages
+     * pending, and those `overdue` (due over a minute ago and claimed by no dispatcher). A running
+     * dispatcher claims a due message within a poll, so overdue messages mean its loop is not running
+     * or not keeping up.
+     */
+    async backlog(now: Date): Promise<{ pending: number; overdue: number }> {
+      const { rows } = await sql<{ pending: number | string; overdue: number | string }>`
+        select count(*) as pending,
+               count(*) filter (where next_attempt_at < ${new Date(now.getTime() - OVERDUE_MS)} and (locked_until is null or locked_until < ${now})) as overdue
+          from webhook_messages where status = 'pending'`.execute(db);
+      return { pending: Number(rows[0]?.pending ?? 0), overdue: Number(rows[0]?.overdue ?? 0) };
+    },
+    /** An endpoint of the business, deleted or not (a DELETE answers with the endpoint as it now stands). */
+    endpointEvenDeleted: (businessId: string, id: string): Promise<WebhookEndpointRow | undefined> =>
+      db.selectFrom('webhook_endpoints').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst(),
     endpoints(businessId: string, page: PageRequest) {
       const q = db.selectFrom('webhook_endpoints').selectAll().where('business_id', '=', businessId).where('deleted_at', 'is', null);
       return fetchPage(q, page, async (id) => (await endpoint(businessId, id))?.seq);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type CustomerCommand, customerDecider, type CustomerEvent, type CustomerState } from '../../src/commands/customer/customer-decider.js';
 import type { Lifecycle } from '../../src/commands/customer/customer-state.js';
 import { nextDueAt } from '../../src/commands/customer/due-work.js';
-import { pending, spendable } from '../../src/commands/customer/lots.js';
+import { pending, spendable } from '../../src/events/lots.js';
 import { fold } from '../../src/commands/decider.js';
 import { ApiError } from '../../src/errors.js';
 import { DEFAULT_PROGRAM_SETTINGS, type ProgramSettings, type TierDefinition } from '../../src/events/program-events.js';

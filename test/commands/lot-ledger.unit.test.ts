@@ -14,7 +14,7 @@ import {
   returnShares,
   type Share,
   takeShares,
-} from '../../src/commands/customer/lots.js';
+} from '../../src/events/lots.js';
 
 const DAY = 86_400_000;
 const T0 = Date.parse('2026-11-24T00:00:00.000Z');

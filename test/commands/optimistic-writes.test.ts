@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withMetadata } from '../../src/commands/aggregate.js';
 import { businessCommands } from '../../src/commands/business/business-commands.js';
-import type { CommandDeps } from '../../src/commands/command-deps.js';
+import { commandDeps } from '../../src/commands/command-bus.js';
 import { customerCommands } from '../../src/commands/customer/customer-commands.js';
 import { customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { fold } from '../../src/commands/decider.js';
@@ -30,7 +30,7 @@ describe('commands on cached state', () => {
   /** One process's command side on the test database, its reads of the store noted. */
   function processOnDatabase() {
     const { store: watched, reads } = observed(store);
-    const deps: CommandDeps = { store: watched, ids: newId, clock: systemClock, locks: new KeyedLock(), cache: new StateCache(100, snapshotStore(handle.db)), settle: async () => {} };
+    const deps = commandDeps({ store: watched, ids: newId, clock: systemClock, locks: new KeyedLock(), cache: new StateCache(100, snapshotStore(handle.db)), settle: async () => {} });
     return { deps, reads, customers: customerCommands(deps), businesses: businessCommands(deps) };
   }
 
@@ -52,7 +52,7 @@ describe('commands on cached state', () => {
     const before = await store.readStream(stream);
     const state = fold(customerDecider, before.map((e) => ({ type: e.type, data: e.data }) as never));
     const events = customerDecider.decide({ type: 'RecordPoints', transactionId: 'txn_behind', tiers: [], ...earn(100) }, state);
-    return { stream, expected: before.at(-1)!.streamPosition, events: withMetadata(events, ctx) };
+    return { stream, expected: before.at(-1)!.streamPosition, events: withMetadata(events, ctx, newId) };
   }
 
   it('decides the next write on a stream from the state its last write left, reading nothing', async () => {
@@ -139,7 +139,7 @@ describe('commands on cached state', () => {
       { type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile: profile(`${customerId}@example.com`) },
       customerDecider.initialState(),
     );
-    await store.append([{ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(registered, ctx) }]);
+    await store.append([{ stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(registered, ctx, newId) }]);
     expect((await process.customers.recordPoints(ctx, customerId, earn(3))).data).toMatchObject({ balance: 3 });
   });
 

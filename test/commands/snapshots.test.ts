@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
+import { newId } from '../../src/ids.js';
 import { customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { fold } from '../../src/commands/decider.js';
 import { snapshotStore, STATE_VERSION } from '../../src/commands/snapshot-store.js';
@@ -39,7 +40,7 @@ describe('aggregate snapshots', () => {
       events.push(...decided);
     }
     for (let i = 0; i < events.length; i += 100) {
-      await store.append([{ stream, expected: i === 0 ? 'no_stream' : i - 1, events: withMetadata(events.slice(i, i + 100), ctx) }]);
+      await store.append([{ stream, expected: i === 0 ? 'no_stream' : i - 1, events: withMetadata(events.slice(i, i + 100), ctx, newId) }]);
     }
     return id;
   }
@@ -70,7 +71,7 @@ describe('aggregate snapshots', () => {
       { type: 'RecordPoints', pointsType: 'deduct', transactionId: 'txn_more', amount: 5, applyMultiplier: false, description: null, reference: null, metadata: {}, tiers: [] },
       (await loadAggregate(store, stream, customerDecider)).state,
     );
-    await store.append([{ stream, expected: SNAPSHOT_EVERY + 10, events: withMetadata(more, ctx) }]);
+    await store.append([{ stream, expected: SNAPSHOT_EVERY + 10, events: withMetadata(more, ctx, newId) }]);
     const cold = await loadAggregate(store, stream, customerDecider, new StateCache(100, snapshotStore(handle.db)));
     expect(cold.state.balance).toBe(SNAPSHOT_EVERY + 10 - 5);
     expect(cold.state.lifetimeRedeemed).toBe(5);

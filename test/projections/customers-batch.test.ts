@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.js';
 import { withMetadata } from '../../src/commands/aggregate.js';
 import { type CustomerCommand, type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { streams } from '../../src/events/streams.js';
@@ -44,7 +45,7 @@ async function appendHistories(): Promise<void> {
         run({ type: 'RecordEvent', eventId: `evt_${c}_${n}`, eventType, properties: { n }, reference: null, tiers: TIERS });
       }
     }
-    return { stream: streams.customer(customerId), expected: 'no_stream' as const, events: withMetadata(decided, ctx) };
+    return { stream: streams.customer(customerId), expected: 'no_stream' as const, events: withMetadata(decided, ctx, newId) };
   });
   await store.append(writes);
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.js';
 import { withMetadata } from '../../src/commands/aggregate.js';
 import type { CustomerEvent } from '../../src/commands/customer/customer-decider.js';
 import { streams } from '../../src/events/streams.js';
@@ -28,7 +29,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 let revision = -1;
 async function append(at: number, events: CustomerEvent[]): Promise<void> {
   const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date(at) };
-  await store.append([{ stream: streams.customer(CUSTOMER), expected: revision < 0 ? 'no_stream' : revision, events: withMetadata(events, ctx) }]);
+  await store.append([{ stream: streams.customer(CUSTOMER), expected: revision < 0 ? 'no_stream' : revision, events: withMetadata(events, ctx, newId) }]);
   revision += events.length;
 }
 
@@ -171,7 +172,7 @@ describe('lots read model (customers projector)', () => {
       { type: 'PointsEarned', data: { transaction_id: 'txn_p1', amount: 70, balance: 0, description: null, reference: null, metadata: {}, base_amount: 70, multiplier: 1, available_at: iso(T0 + DAY), expires_at: null } },
       { type: 'PointsEarned', data: { transaction_id: 'txn_p2', amount: 5, balance: 5, description: null, reference: null, metadata: {}, base_amount: 5, multiplier: 1, available_at: null, expires_at: iso(T0 + 9 * DAY) } },
     ];
-    await store.append([{ stream: streams.customer(other), expected: 'no_stream', events: withMetadata(events, ctx) }]);
+    await store.append([{ stream: streams.customer(other), expected: 'no_stream', events: withMetadata(events, ctx, newId) }]);
     await new Projections(handle.db, store, PROJECTORS).catchUp();
     const customer = (await rows('customers', 'id')).find((c) => c.id === other);
     expect([Number(customer.points_balance), Number(customer.points_pending), Number(customer.lifetime_earned)]).toEqual([5, 70, 75]);
@@ -198,7 +199,7 @@ describe('lots read model (customers projector)', () => {
     for (const [n, event] of events.entries()) {
       const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date(T0 + n * 1000) };
       // Appended one by one, so the cancellation's batch may not hold its redemption.
-      await store.append([{ stream: streams.customer(legacy), expected: n === 0 ? 'no_stream' : n - 1, events: withMetadata([event as CustomerEvent], ctx) }]);
+      await store.append([{ stream: streams.customer(legacy), expected: n === 0 ? 'no_stream' : n - 1, events: withMetadata([event as CustomerEvent], ctx, newId) }]);
       await new Projections(handle.db, store, PROJECTORS).catchUp();
     }
     const folded = (await store.readStream(streams.customer(legacy))).reduce(

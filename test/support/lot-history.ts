@@ -10,7 +10,7 @@ import {
   type ReversalPlan,
   spendable,
   takeShares,
-} from '../../src/commands/customer/lots.js';
+} from '../../src/events/lots.js';
 
 /** A customer's lots as a test writes its history by hand: the decider's pure lot functions, shares as events record them. */
 export class LotBookFixture {

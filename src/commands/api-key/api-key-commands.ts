@@ -2,8 +2,7 @@ import { errors } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { newKeySecret } from '../../ids.js';
 import { decidedWrite, type Load, unchangedSince } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
-import { createStream, write } from '../write.js';
+import { type CommandDeps, firstOn, startStream } from '../command-bus.js';
 import { streams } from '../../events/streams.js';
 import { apiKeyDecider, managesKeys } from './api-key-decider.js';
 import { hashApiKey, KEY_PREFIXES, missingPermission, type Permission, permissionsForNewKey } from '../../events/permissions.js';
@@ -21,10 +20,11 @@ export interface ApiKeyCommandOptions {
    * (`accessQueries.keyManagerIds`): only candidates, each checked on the log before it counts.
    */
   keyManagers(businessId: string): Promise<string[]>;
+  /** Told after a revocation (every process of this instance forgets the principals it remembers). */
+  revoked?: () => Promise<void>;
 }
 
-export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommandOptions) {
-
+export function apiKeyCommands({ bus, ids }: CommandDeps, { keyManagers, revoked }: ApiKeyCommandOptions) {
   /** Another active private key of the business with keys:write, loaded from the log; null when there is none. */
   async function anotherKeyManager(load: Load, businessId: string, keyId: string) {
     for (const id of await keyManagers(businessId)) {
@@ -48,7 +48,7 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
       }
       const missing = grantor ? missingPermission(grantor, permissions) : undefined;
       if (missing) throw errors.insufficientPermissions(missing);
-      const keyId = deps.ids('apiKey');
+      const keyId = ids('apiKey');
       const key = `${KEY_PREFIXES[input.type]}${newKeySecret()}`;
       const data = {
         key_id: keyId,
@@ -59,7 +59,8 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
         key_hash: hashApiKey(key),
         key_hint: `${KEY_PREFIXES[input.type]}…${key.slice(-4)}`,
       };
-      const created = await createStream(deps, streams.apiKey(keyId), apiKeyDecider, (state) => apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, state), ctx);
+      const stream = streams.apiKey(keyId);
+      const created = await bus.handle(ctx, { lock: [stream], answer: firstOn(stream) }, startStream(stream, apiKeyDecider, (state) => apiKeyDecider.decide({ type: 'CreateApiKey', key: data }, state)));
       return { id: keyId, key, created };
     },
 
@@ -67,7 +68,7 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
      * Revokes a key (CONTRACT.md §2): 404 `key_not_found` outside the business, 403
      * `insufficient_permissions` when `revoker` lacks one of the key's permissions, 409
      * `last_private_key` for the business's last active private key with keys:write unless
-     * `force`; a key already revoked is left as it is. `options.revoker`: the revoking key's
+     * `force`; a key already revoked is left as it is (and `revoked` is told all the same). `options.revoker`: the revoking key's
      * permissions (null or absent: the CLI, no restriction); `options.force`: skip the last-key
      * rule (`loyalty keys revoke --force`).
      *
@@ -84,7 +85,7 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
      */
     async revoke(ctx: CommandContext, keyId: string, options: { revoker?: readonly string[] | null; force?: boolean } = {}): Promise<void> {
       const stream = streams.apiKey(keyId);
-      await write(deps, [stream], async (load) => {
+      await bus.handle(ctx, { lock: [stream] }, async (load) => {
         const key = await load(stream, apiKeyDecider);
         if (!key.state.exists || key.state.businessId !== ctx.businessId) throw errors.keyNotFound(keyId);
         const witness = !options.force && managesKeys(key.state) ? await anotherKeyManager(load, ctx.businessId, keyId) : null;
@@ -92,8 +93,9 @@ export function apiKeyCommands(deps: CommandDeps, { keyManagers }: ApiKeyCommand
           { type: 'RevokeApiKey', keyId, revoker: options.revoker ?? null, force: options.force ?? false, anotherKeyManager: witness !== null },
           key.state,
         );
-        return [decidedWrite(stream, key, apiKeyDecider, events, ctx), ...(witness ? [unchangedSince(witness.stream, witness.loaded)] : [])];
+        return [decidedWrite(stream, key, apiKeyDecider, events), ...(witness ? [unchangedSince(witness.stream, witness.loaded)] : [])];
       });
+      await revoked?.();
     },
   };
 }

@@ -1,19 +1,21 @@
 import type { Plan } from '../../events/business-events.js';
 import type { CommandContext } from '../../events/metadata.js';
 import { decidedWrite } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
+import { type CommandDeps, firstOn, startStream } from '../command-bus.js';
 import { streams } from '../../events/streams.js';
-import { createStream, write } from '../write.js';
 import { businessDecider } from './business-decider.js';
 
-export function businessCommands(deps: CommandDeps) {
+export function businessCommands({ bus, ids }: CommandDeps) {
   return {
     /** Creates a business; `ctx.businessId` is ignored (the new id is the business's own). */
     async create(ctx: Omit<CommandContext, 'businessId'>, input: { name: string; plan: Plan }): Promise<string> {
-      const businessId = deps.ids('business');
-      const decide = (state: ReturnType<typeof businessDecider.initialState>) =>
-        businessDecider.decide({ type: 'CreateBusiness', businessId, name: input.name, plan: input.plan }, state);
-      await createStream(deps, streams.business(businessId), businessDecider, decide, { ...ctx, businessId });
+      const businessId = ids('business');
+      const stream = streams.business(businessId);
+      await bus.handle(
+        { ...ctx, businessId },
+        { lock: [stream], answer: firstOn(stream) },
+        startStream(stream, businessDecider, (state) => businessDecider.decide({ type: 'CreateBusiness', businessId, name: input.name, plan: input.plan }, state)),
+      );
       return businessId;
     },
 
@@ -24,10 +26,10 @@ export function businessCommands(deps: CommandDeps) {
      */
     async setPlan(ctx: CommandContext, input: { plan: Plan; customerCount: number }): Promise<boolean> {
       const stream = streams.business(ctx.businessId);
-      const written = await write(deps, [stream], async (load) => {
+      const written = await bus.handle(ctx, { lock: [stream] }, async (load) => {
         const business = await load(stream, businessDecider);
         const command = { type: 'ChangePlan' as const, businessId: ctx.businessId, ...input };
-        return [decidedWrite(stream, business, businessDecider, businessDecider.decide(command, business.state), ctx)];
+        return [decidedWrite(stream, business, businessDecider, businessDecider.decide(command, business.state))];
       });
       return written !== null;
     },

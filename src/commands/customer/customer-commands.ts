@@ -1,17 +1,15 @@
-import { ApiError, errors } from '../../errors.js';
+import { ApiError } from '../../errors.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import type { CommandContext } from '../../events/metadata.js';
-import type { AppendWrite } from '../../store/event-store.js';
 import { type DecidedWrite, decidedWrite, type Load, unchangedSince } from '../aggregate.js';
 import { businessDecider, PLAN_LIMITS } from '../business/business-decider.js';
-import type { CommandDeps } from '../command-deps.js';
+import type { CommandDeps } from '../command-bus.js';
 import { ReservationTaken } from '../reservation/reservation-decider.js';
 import { claimWrite, releaseWrite } from '../reservation/reserve.js';
 import { lifecycleAt, loadProgram } from '../program/program-commands.js';
-import { answeredBy, write } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerCommand, customerDecider, type CustomerState } from './customer-decider.js';
-import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
+import { assertReferenceFree, customerAnswer, customerWrite, loadCustomer, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 type UniqueField = 'email' | 'external_reference';
 const UNIQUE_FIELDS: UniqueField[] = ['email', 'external_reference'];
@@ -21,12 +19,10 @@ const uniqueValue = (field: UniqueField, value: string) => (field === 'email' ? 
 
 export type RecordPointsInput = Omit<Extract<CustomerCommand, { type: 'RecordPoints' }>, 'type' | 'transactionId' | 'tiers' | 'lifecycle'>;
 
-export function customerCommands(deps: CommandDeps) {
-  const { store } = deps;
-
+export function customerCommands({ bus, ids, reads }: CommandDeps) {
   async function claimUnique(ctx: CommandContext, customerId: string, field: UniqueField, value: string) {
     try {
-      return await claimWrite(store, ctx, ctx.businessId, {
+      return await claimWrite(reads, ctx.businessId, {
         kind: field,
         value: uniqueValue(field, value),
         owner_id: customerId,
@@ -41,20 +37,20 @@ export function customerCommands(deps: CommandDeps) {
   }
 
   /** The write that counts a new customer against the business's plan (on an unlimited plan, only a check that it still is). */
-  async function planWrite(load: Load, ctx: CommandContext, customerId: string): Promise<AppendWrite> {
+  async function planWrite(load: Load, ctx: CommandContext, customerId: string): Promise<DecidedWrite> {
     const stream = streams.business(ctx.businessId);
     const business = await load(stream, businessDecider);
     if (PLAN_LIMITS[business.state.plan] === Number.POSITIVE_INFINITY) return unchangedSince(stream, business);
     const events = businessDecider.decide({ type: 'CountCustomer', customerId }, business.state);
-    return decidedWrite(stream, business, businessDecider, events, ctx);
+    return decidedWrite(stream, business, businessDecider, events);
   }
 
   return {
     /** Returns the `CustomerRegistered`. */
     async register(ctx: CommandContext, profile: CustomerProfile): Promise<RecordedEvent> {
-      const customerId = deps.ids('customer');
+      const customerId = ids('customer');
       // Customers of one business are counted on its stream: serialize them here rather than retry.
-      const written = await write(deps, [streams.business(ctx.businessId)], async (load) => {
+      return bus.handle(ctx, { lock: [streams.business(ctx.businessId)], answer: customerAnswer(customerId) }, async (load) => {
         const unregistered = { state: customerDecider.initialState(), revision: 'no_stream' as const };
         const events = customerDecider.decide({ type: 'RegisterCustomer', customerId, businessId: ctx.businessId, profile }, unregistered.state);
         const writes: DecidedWrite[] = [customerWrite(customerId, unregistered, events, ctx)];
@@ -64,13 +60,13 @@ export function customerCommands(deps: CommandDeps) {
         }
         writes.push(await planWrite(load, ctx, customerId));
         return writes;
-      }, answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
-      return firstCustomerEvent(written, customerId);
+      });
     },
 
     /** Returns the whole profile after the change, or null when nothing changed (a PATCH to the values already there writes nothing). */
     async update(ctx: CommandContext, customerId: string, changes: Partial<CustomerProfile>): Promise<CustomerProfile | null> {
-      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
+      const written = await bus.handle(ctx, { lock: [streams.customer(customerId)] }, async (load) => {
+        const customer = await loadCustomer(load, ctx, customerId);
         const { state } = customer;
         const program = await loadProgram(load, ctx.businessId);
         const events = customerDecider.decide({ type: 'UpdateCustomer', changes, lifecycle: lifecycleAt(ctx, program) }, state);
@@ -83,7 +79,7 @@ export function customerCommands(deps: CommandDeps) {
           if (before !== null && after !== null && uniqueValue(field, before) === uniqueValue(field, after)) continue;
           if (after !== null) writes.push(...(await claimUnique(ctx, customerId, field, after)));
           if (before !== null) {
-            writes.push(...(await releaseWrite(store, ctx, ctx.businessId, field, uniqueValue(field, before), customerId)));
+            writes.push(...(await releaseWrite(reads, ctx.businessId, field, uniqueValue(field, before), customerId)));
           }
         }
         return writes;
@@ -94,21 +90,25 @@ export function customerCommands(deps: CommandDeps) {
 
     /** Earn, deduct or adjust; returns the points event. Throws `DuplicateReference` for a used reference. */
     async recordPoints(ctx: CommandContext, customerId: string, input: RecordPointsInput): Promise<RecordedEvent> {
-      const transactionId = deps.ids('transaction');
-      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
-        await assertReferenceFree(deps, customerId, input.reference);
+      const transactionId = ids('transaction');
+      return bus.handle(ctx, { lock: [streams.customer(customerId)], answer: customerAnswer(customerId) }, async (load) => {
+        // Load: the customer (404 unless the caller's), that the reference is free, the program's tiers and policy.
+        const customer = await loadCustomer(load, ctx, customerId);
+        await assertReferenceFree(reads, customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);
+        // Decide (pure).
         const events = customerDecider.decide(
           { type: 'RecordPoints', transactionId, tiers: program.tiers, lifecycle: lifecycleAt(ctx, program), ...input },
           customer.state,
         );
+        // Append, atomically: the customer's events at the revision decided on, on the program as
+        // read, with the reference claimed.
         return [
           customerWrite(customerId, customer, events, ctx),
           program.unchanged,
-          ...referenceWrites(ctx, customerId, input.reference, { kind: 'transaction', id: transactionId }),
+          ...referenceWrites(customerId, input.reference, { kind: 'transaction', id: transactionId }),
         ];
       });
-      return firstCustomerEvent(written, customerId);
     },
   };
 }

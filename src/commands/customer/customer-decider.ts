@@ -18,7 +18,7 @@ import {
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
 import { LotLedger } from './lot-ledger.js';
-import type { Lot } from './lots.js';
+import type { Lot } from '../../events/lots.js';
 import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
 export { type CustomerEvent, type CustomerState, type Lifecycle, MAX_POINTS, type Redemption, type TimedCustomerEvent } from './customer-state.js';

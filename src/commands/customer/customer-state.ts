@@ -2,7 +2,7 @@ import type { EventOf } from '../../events/catalogue.js';
 import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import { DEFAULT_PROGRAM_SETTINGS, type ProgramSettings, type TierDefinition } from '../../events/program-events.js';
 import { LotLedger } from './lot-ledger.js';
-import type { Lot, Share } from './lots.js';
+import type { Lot, Share } from '../../events/lots.js';
 import type { QualifyingCredit } from './rolling-tiers.js';
 
 export type CustomerEvent = EventOf<

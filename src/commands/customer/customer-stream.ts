@@ -1,10 +1,10 @@
 import { errors } from '../../errors.js';
+import type { EventOf } from '../../events/catalogue.js';
 import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
-import type { AppendWrite, Checkpoint, NewEvent, StoredEvent } from '../../store/event-store.js';
-import { type DecidedWrite, decidedWrite, type Load, type Loaded, withMetadata } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
+import type { AppendWrite, Checkpoint, EventStore } from '../../store/event-store.js';
+import { type DecidedWrite, decidedWrite, type Load, type Loaded } from '../aggregate.js';
+import { firstAppended } from '../command-bus.js';
 import { findHolder } from '../reservation/reserve.js';
-import { answeredBy, firstAppended, write, type Written } from '../write.js';
 import { streams } from '../../events/streams.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 import { DUE_EVENT_TYPES } from './customer-state.js';
@@ -35,21 +35,7 @@ export function customerWrite(
 ): DecidedWrite {
   // The state after them, folded at the time they are recorded (lots and the tier window keep it).
   const timed = { evolve: (state: CustomerState, event: CustomerEvent) => customerDecider.evolve(state, { ...event, recordedAt: ctx.now }) };
-  return decidedWrite(streams.customer(customerId), decidedOn, timed, events, ctx);
-}
-
-/**
- * A change to one existing customer (see `write`); `decide` returns every write of the change, the
- * customer stream's included. `alsoLock` names streams to lock before the customer's.
- */
-export function changeCustomer(
-  deps: CommandDeps,
-  ctx: CommandContext,
-  customerId: string,
-  decide: (customer: Loaded<CustomerState>, load: Load) => Promise<DecidedWrite[]>,
-  alsoLock: string[] = [],
-): Promise<Written | null> {
-  return write(deps, [...alsoLock, streams.customer(customerId)], async (load) => decide(await loadCustomer(load, ctx, customerId), load), answeredBy(ctx, (writes) => firstCustomerEvent({ writes }, customerId)));
+  return decidedWrite(streams.customer(customerId), decidedOn, timed, events);
 }
 
 /** Due work decided before a command's own events (releases, expiries, notices, downgrades) is never its answer. */
@@ -59,17 +45,16 @@ const isAnswer = (type: string) => !DUE_EVENT_TYPES.has(type);
 export type RecordedEvent = AnsweredEvent;
 
 /**
- * The first event the change appended to the customer's stream for the command itself (the one it
- * was made for): due work decided before it (releases, expiries, notices, downgrades) is not the answer.
+ * The answer of a change to a customer: the first event it appended to the customer's stream for
+ * the command itself (the one it was made for), not due work decided before it.
  */
-export function firstCustomerEvent(written: { writes: AppendWrite[] } | null, customerId: string): RecordedEvent {
-  return firstAppended(written, streams.customer(customerId), isAnswer);
-}
+export const customerAnswer = (customerId: string) => (writes: AppendWrite[]): RecordedEvent =>
+  firstAppended(writes, streams.customer(customerId), isAnswer);
 
 /** Throws `DuplicateReference` when the customer already used `reference` (CONTRACT.md §5). */
-export async function assertReferenceFree(deps: CommandDeps, customerId: string, reference: string | null): Promise<void> {
+export async function assertReferenceFree(reads: Pick<EventStore, 'readStream'>, customerId: string, reference: string | null): Promise<void> {
   if (reference === null) return;
-  const holder = await findHolder(deps.store, 'reference', customerId, reference);
+  const holder = await findHolder(reads, 'reference', customerId, reference);
   if (holder?.claim.record) throw new DuplicateReference(holder.claim.record, holder.position);
 }
 
@@ -78,15 +63,11 @@ export async function assertReferenceFree(deps: CommandDeps, customerId: string,
  * reservation stream must not exist yet: a concurrent claim fails the whole append.
  */
 export function referenceWrites(
-  ctx: CommandContext,
   customerId: string,
   reference: string | null,
   record: { kind: 'transaction' | 'event' | 'redemption'; id: string },
-): AppendWrite[] {
+): DecidedWrite[] {
   if (reference === null) return [];
-  const events: NewEvent[] = withMetadata(
-    [{ type: 'ReservationClaimed', data: { kind: 'reference', value: reference, owner_id: customerId, record } }],
-    ctx,
-  );
-  return [{ stream: streams.reservation('reference', customerId, reference), expected: 'no_stream', events }];
+  const claimed: EventOf<'ReservationClaimed'> = { type: 'ReservationClaimed', data: { kind: 'reference', value: reference, owner_id: customerId, record } };
+  return [{ stream: streams.reservation('reference', customerId, reference), expected: 'no_stream', events: [claimed] }];
 }

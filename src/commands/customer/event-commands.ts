@@ -1,9 +1,10 @@
 import { ApiError } from '../../errors.js';
 import type { CommandContext } from '../../events/metadata.js';
-import type { CommandDeps } from '../command-deps.js';
+import type { CommandDeps } from '../command-bus.js';
+import { streams } from '../../events/streams.js';
 import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { customerDecider } from './customer-decider.js';
-import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
+import { assertReferenceFree, customerAnswer, customerWrite, loadCustomer, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 export interface RecordEventInput {
   customerId: string;
@@ -15,16 +16,17 @@ export interface RecordEventInput {
   expiresAt?: string | null | undefined;
 }
 
-export function eventCommands(deps: CommandDeps) {
+export function eventCommands({ bus, ids, reads }: CommandDeps) {
   return {
     /**
      * Records an occurrence of an event type on the customer's stream, worth the type's points
      * under the customer's tier multiplier (0 points is recorded too); returns the `EventRecorded`.
      */
     async record(ctx: CommandContext, input: RecordEventInput): Promise<RecordedEvent> {
-      const eventId = deps.ids('event');
-      const written = await changeCustomer(deps, ctx, input.customerId, async (customer, load) => {
-        await assertReferenceFree(deps, input.customerId, input.reference);
+      const eventId = ids('event');
+      return bus.handle(ctx, { lock: [streams.customer(input.customerId)], answer: customerAnswer(input.customerId) }, async (load) => {
+        const customer = await loadCustomer(load, ctx, input.customerId);
+        await assertReferenceFree(reads, input.customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);
         const eventType = program.eventTypes[input.eventType];
         if (!eventType) {
@@ -47,10 +49,9 @@ export function eventCommands(deps: CommandDeps) {
         return [
           customerWrite(input.customerId, customer, events, ctx),
           program.unchanged,
-          ...referenceWrites(ctx, input.customerId, input.reference, { kind: 'event', id: eventId }),
+          ...referenceWrites(input.customerId, input.reference, { kind: 'event', id: eventId }),
         ];
       });
-      return firstCustomerEvent(written, input.customerId);
     },
   };
 }

@@ -1,12 +1,12 @@
 import type { CommandContext } from '../../events/metadata.js';
 import type { Checkpoint } from '../../store/event-store.js';
 import { streams } from '../../events/streams.js';
-import type { CommandDeps } from '../command-deps.js';
+import type { CommandDeps } from '../command-bus.js';
 import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 import type { LifecyclePolicy } from './customer-state.js';
 import { nextDueAt } from './due-work.js';
-import { assertReferenceFree, changeCustomer, customerWrite, firstCustomerEvent, type RecordedEvent, referenceWrites } from './customer-stream.js';
+import { assertReferenceFree, customerAnswer, customerWrite, loadCustomer, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 export interface ReverseInput {
   /** The credit to reverse (`txn_…` of an earn or positive adjust, `evt_…` of an event). */
@@ -30,7 +30,7 @@ export interface AppliedDue {
 }
 
 /** The lifecycle's commands (CONTRACT.md §13): due work on a customer, and reversals. */
-export function lifecycleCommands(deps: CommandDeps) {
+export function lifecycleCommands({ bus, ids, clock, reads }: CommandDeps) {
   return {
     /**
      * Does the work due on a customer at `now` (default: the services' clock): releases, expiring
@@ -44,10 +44,11 @@ export function lifecycleCommands(deps: CommandDeps) {
         actor: options.actor ?? 'system',
         requestId: null,
         idempotencyKey: null,
-        now: options.now ?? deps.clock.now(),
+        now: options.now ?? clock.now(),
       };
       let after: { state: CustomerState; policy: LifecyclePolicy; revision: number } | undefined;
-      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
+      const written = await bus.handle(ctx, { lock: [streams.customer(customerId)] }, async (load) => {
+        const customer = await loadCustomer(load, ctx, customerId);
         const program = await loadProgram(load, businessId);
         const events = customerDecider.decide({ type: 'ApplyDueWork', lifecycle: lifecycleAt(ctx, program) }, customer.state);
         const write = customerWrite(customerId, customer, events, ctx);
@@ -66,9 +67,10 @@ export function lifecycleCommands(deps: CommandDeps) {
 
     /** Reverses all or part of a credit; returns the `PointsReversed`. Throws `DuplicateReference` for a used reference. */
     async reverse(ctx: CommandContext, customerId: string, input: ReverseInput): Promise<RecordedEvent> {
-      const transactionId = deps.ids('transaction');
-      const written = await changeCustomer(deps, ctx, customerId, async (customer, load) => {
-        await assertReferenceFree(deps, customerId, input.reference);
+      const transactionId = ids('transaction');
+      return bus.handle(ctx, { lock: [streams.customer(customerId)], answer: customerAnswer(customerId) }, async (load) => {
+        const customer = await loadCustomer(load, ctx, customerId);
+        await assertReferenceFree(reads, customerId, input.reference);
         const program = await loadProgram(load, ctx.businessId);
         const events = customerDecider.decide(
           {
@@ -84,10 +86,9 @@ export function lifecycleCommands(deps: CommandDeps) {
         );
         return [
           customerWrite(customerId, customer, events, ctx),
-          ...referenceWrites(ctx, customerId, input.reference, { kind: 'transaction', id: transactionId }),
+          ...referenceWrites(customerId, input.reference, { kind: 'transaction', id: transactionId }),
         ];
       });
-      return firstCustomerEvent(written, customerId);
     },
   };
 }

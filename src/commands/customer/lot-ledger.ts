@@ -16,7 +16,7 @@ import {
   type ReversalRefusal,
   type Share,
   takeShares,
-} from './lots.js';
+} from '../../events/lots.js';
 
 /**
  * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, by id, in
@@ -25,7 +25,7 @@ import {
  * lots: a customer with 100,000 credits earns as fast as a new one (an array copied per event made
  * that O(n), and a long history O(n²)).
  *
- * The rules stay in lots.ts: each operation takes the few lots an event names (or the open ones a
+ * The rules stay in src/events/lots.ts: each operation takes the few lots an event names (or the open ones a
  * plan needs), applies the pure function to them, and puts the changed lots back. Two indexes
  * keep the per-command work to the lots that can still change:
  * - `open`: lots with points left or pending — what a debit plans from;

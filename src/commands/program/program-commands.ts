@@ -1,9 +1,7 @@
 import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { EventTypeDefinition, ProgramSettings, TierDefinition } from '../../events/program-events.js';
-import type { AppendWrite } from '../../store/event-store.js';
-import { decidedWrite, type Load, loaderOf, unchangedSince } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
-import { answeredBy, firstAppended, write, type Written } from '../write.js';
+import { type DecidedWrite, decidedWrite, type Load, unchangedSince } from '../aggregate.js';
+import { type CommandDeps, type Decision, firstOn } from '../command-bus.js';
 import { streams } from '../../events/streams.js';
 import type { Lifecycle, LifecyclePolicy } from '../customer/customer-state.js';
 import { type ProgramCommand, programDecider, type ProgramState, type SettingsChanges, tiersByThreshold } from './program-decider.js';
@@ -14,7 +12,7 @@ export interface Program {
   tiers: TierDefinition[];
   policy: LifecyclePolicy;
   /** The condition to append with a decision made on this program: it must not have changed since. */
-  unchanged: AppendWrite;
+  unchanged: DecidedWrite;
 }
 
 export async function loadProgram(load: Load, businessId: string): Promise<Program> {
@@ -48,45 +46,41 @@ export interface ProgramSettingsView {
   updatedAt: string | null;
 }
 
-export function programCommands(deps: CommandDeps) {
+export function programCommands({ bus, ids }: CommandDeps) {
   /** The lifecycle policy as it stands (the defaults until first changed). */
   async function settings(businessId: string): Promise<ProgramSettingsView> {
-    const { state } = await loaderOf(deps)(streams.program(businessId), programDecider);
+    const { state } = await bus.load(streams.program(businessId), programDecider);
     return { settings: state.settings, updatedAt: state.settingsChangedAt };
   }
 
-  /** Decides on the business's program stream and appends, serialized per business. */
-  async function change(ctx: CommandContext, command: ProgramCommand): Promise<Written | null> {
-    const stream = streams.program(ctx.businessId);
-    return write(
-      deps,
-      [stream],
-      async (load) => {
-        const program = await load(stream, programDecider);
-        return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state), ctx)];
-      },
-      answeredBy(ctx, (writes) => firstAppended({ writes }, stream)),
-    );
-  }
+  /** Decides `command` on the business's program stream (changes are serialized per business). */
+  const onProgram =
+    (ctx: CommandContext, command: ProgramCommand): Decision =>
+    async (load) => {
+      const stream = streams.program(ctx.businessId);
+      const program = await load(stream, programDecider);
+      return [decidedWrite(stream, program, programDecider, programDecider.decide(command, program.state))];
+    };
+  const change = (ctx: CommandContext) => ({ lock: [streams.program(ctx.businessId)] });
+  /** A change that creates something in the program: it answers with its event. */
+  const creation = (ctx: CommandContext) => ({ ...change(ctx), answer: firstOn(streams.program(ctx.businessId)) });
 
   return {
     /** Returns the `TierCreated`. */
-    async createTier(ctx: CommandContext, input: TierInput): Promise<AnsweredEvent> {
-      const tierId = deps.ids('tier');
-      return firstAppended(await change(ctx, { type: 'CreateTier', tier: { tier_id: tierId, ...input } }), streams.program(ctx.businessId));
+    createTier(ctx: CommandContext, input: TierInput): Promise<AnsweredEvent> {
+      return bus.handle(ctx, creation(ctx), onProgram(ctx, { type: 'CreateTier', tier: { tier_id: ids('tier'), ...input } }));
     },
     updateTier: (ctx: CommandContext, tierId: string, changes: Partial<TierInput>) =>
-      change(ctx, { type: 'UpdateTier', tierId, changes }),
+      bus.handle(ctx, change(ctx), onProgram(ctx, { type: 'UpdateTier', tierId, changes })),
     /** Returns the `EventTypeCreated`. */
-    async createEventType(ctx: CommandContext, input: EventTypeInput): Promise<AnsweredEvent> {
-      const eventTypeId = deps.ids('eventType');
-      return firstAppended(await change(ctx, { type: 'CreateEventType', eventType: { event_type_id: eventTypeId, ...input } }), streams.program(ctx.businessId));
+    createEventType(ctx: CommandContext, input: EventTypeInput): Promise<AnsweredEvent> {
+      return bus.handle(ctx, creation(ctx), onProgram(ctx, { type: 'CreateEventType', eventType: { event_type_id: ids('eventType'), ...input } }));
     },
     updateEventType: (ctx: CommandContext, name: string, changes: Partial<Omit<EventTypeInput, 'name'>>) =>
-      change(ctx, { type: 'UpdateEventType', name, changes }),
+      bus.handle(ctx, change(ctx), onProgram(ctx, { type: 'UpdateEventType', name, changes })),
     /** Changes the lifecycle policy (a merge, validated whole); returns it as it now stands. */
     async changeSettings(ctx: CommandContext, changes: SettingsChanges): Promise<ProgramSettingsView> {
-      await change(ctx, { type: 'ChangeSettings', changes, now: ctx.now });
+      await bus.handle(ctx, change(ctx), onProgram(ctx, { type: 'ChangeSettings', changes, now: ctx.now }));
       return settings(ctx.businessId);
     },
     settings,

@@ -2,8 +2,7 @@ import { errors } from '../../errors.js';
 import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { RewardDefinition } from '../../events/reward-events.js';
 import { decidedWrite, type Load, type Loaded } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
-import { createStream, write } from '../write.js';
+import { type CommandDeps, firstOn, startStream } from '../command-bus.js';
 import { streams } from '../../events/streams.js';
 import { rewardDecider, type RewardState } from './reward-decider.js';
 
@@ -18,20 +17,21 @@ export async function loadReward(load: Load, ctx: CommandContext, rewardId: stri
   return { ...loaded, reward };
 }
 
-export function rewardCommands(deps: CommandDeps) {
+export function rewardCommands({ bus, ids }: CommandDeps) {
   return {
     /** Returns the `RewardCreated`. */
     create(ctx: CommandContext, input: RewardInput): Promise<AnsweredEvent> {
-      const rewardId = deps.ids('reward');
+      const rewardId = ids('reward');
       const reward: RewardDefinition = { ...input, reward_id: rewardId, business_id: ctx.businessId, active: input.active ?? true };
-      return createStream(deps, streams.reward(rewardId), rewardDecider, (state) => rewardDecider.decide({ type: 'CreateReward', reward }, state), ctx);
+      const stream = streams.reward(rewardId);
+      return bus.handle(ctx, { lock: [stream], answer: firstOn(stream) }, startStream(stream, rewardDecider, (state) => rewardDecider.decide({ type: 'CreateReward', reward }, state)));
     },
 
     async update(ctx: CommandContext, rewardId: string, changes: RewardChanges): Promise<void> {
       const stream = streams.reward(rewardId);
-      await write(deps, [stream], async (load) => {
+      await bus.handle(ctx, { lock: [stream] }, async (load) => {
         const reward = await loadReward(load, ctx, rewardId);
-        return [decidedWrite(stream, reward, rewardDecider, rewardDecider.decide({ type: 'UpdateReward', changes }, reward.state), ctx)];
+        return [decidedWrite(stream, reward, rewardDecider, rewardDecider.decide({ type: 'UpdateReward', changes }, reward.state))];
       });
     },
   };

@@ -1,9 +1,8 @@
 import { errors } from '../../errors.js';
 import type { AnsweredEvent, CommandContext } from '../../events/metadata.js';
 import type { EventOf } from '../../events/catalogue.js';
-import { decidedWrite, loadAggregate } from '../aggregate.js';
-import type { CommandDeps } from '../command-deps.js';
-import { createStream, write } from '../write.js';
+import { decidedWrite } from '../aggregate.js';
+import { type CommandDeps, firstOn, startStream } from '../command-bus.js';
 import { streams } from '../../events/streams.js';
 import { type WebhookCommand, webhookDecider } from './webhook-decider.js';
 
@@ -30,17 +29,19 @@ export interface WebhookCommandOptions {
    * (I/O), so it is injected: `src/webhooks/url-guard.ts` `assertDeliverableUrl` in production.
    */
   checkUrl(url: string): Promise<unknown>;
+  /** Queues a `webhook.test` message for delivery and wakes the dispatcher (`src/webhooks`). */
+  queueTest(businessId: string, webhookId: string, messageId: string, now: Date): Promise<void>;
 }
 
-export function webhookCommands(deps: CommandDeps, options: WebhookCommandOptions) {
+export function webhookCommands({ bus, ids }: CommandDeps, options: WebhookCommandOptions) {
   /** Decides on an existing webhook of the caller's business and appends. */
   async function change(ctx: CommandContext, webhookId: string, command: (state: ReturnType<typeof webhookDecider.initialState>) => WebhookCommand) {
     const stream = streams.webhook(webhookId);
-    await write(deps, [stream], async (load) => {
+    await bus.handle(ctx, { lock: [stream] }, async (load) => {
       const webhook = await load(stream, webhookDecider);
       const { state } = webhook;
       if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
-      return [decidedWrite(stream, webhook, webhookDecider, webhookDecider.decide(command(state), state), ctx)];
+      return [decidedWrite(stream, webhook, webhookDecider, webhookDecider.decide(command(state), state))];
     });
   }
 
@@ -48,11 +49,12 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
     /** Creates an endpoint; returns its `WebhookCreated` and signing secret (shown once). */
     async create(ctx: CommandContext, input: WebhookInput): Promise<{ created: AnsweredEvent; secret: string }> {
       await options.checkUrl(input.url);
-      const webhookId = deps.ids('webhook');
+      const webhookId = ids('webhook');
       // The secret is stored first: an endpoint never exists without one.
       const secret = await options.secrets.create(webhookId, ctx.now);
       const webhook = { webhook_id: webhookId, business_id: ctx.businessId, ...input };
-      const created = await createStream(deps, streams.webhook(webhookId), webhookDecider, (state) => webhookDecider.decide({ type: 'CreateWebhook', webhook }, state), ctx);
+      const stream = streams.webhook(webhookId);
+      const created = await bus.handle(ctx, { lock: [stream], answer: firstOn(stream) }, startStream(stream, webhookDecider, (state) => webhookDecider.decide({ type: 'CreateWebhook', webhook }, state)));
       return { created, secret };
     },
 
@@ -65,7 +67,7 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
 
     /** A new secret; the previous one keeps signing for 24 hours. Returns the new secret. */
     async rotateSecret(ctx: CommandContext, webhookId: string): Promise<string> {
-      const { state } = await loadAggregate(deps.store, streams.webhook(webhookId), webhookDecider, deps.cache);
+      const { state } = await bus.load(streams.webhook(webhookId), webhookDecider);
       if (!state.webhook || state.deleted || state.webhook.business_id !== ctx.businessId) throw errors.webhookNotFound(webhookId);
       // The event first: a failed append changes no secret. The secret store derives the same expiry from `now`.
       const previousSecretExpiresAt = options.secrets.previousExpiresAt(ctx.now).toISOString();
@@ -74,9 +76,16 @@ export function webhookCommands(deps: CommandDeps, options: WebhookCommandOption
       return secret;
     },
 
+    /** Queues a `webhook.test` message to an endpoint the caller checked is there and active; returns the message id. */
+    async sendTest(ctx: CommandContext, webhookId: string): Promise<string> {
+      const messageId = ids('message');
+      await options.queueTest(ctx.businessId, webhookId, messageId, ctx.now);
+      return messageId;
+    },
+
     /** The receiver said 410 Gone: the service itself disables the endpoint. */
     async disableGone(webhookId: string, now: Date): Promise<void> {
-      const { state } = await loadAggregate(deps.store, streams.webhook(webhookId), webhookDecider, deps.cache);
+      const { state } = await bus.load(streams.webhook(webhookId), webhookDecider);
       if (!state.webhook) return;
       const ctx = { businessId: state.webhook.business_id, actor: 'system', requestId: null, idempotencyKey: null, now };
       await change(ctx, webhookId, () => ({ type: 'UpdateWebhook', changes: { active: false, reason: 'the receiver answered 410 Gone' } }));

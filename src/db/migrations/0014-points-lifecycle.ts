@@ -8,7 +8,7 @@ import { type Migration, sql } from 'kysely';
 export const migration: Migration = {
   async up(db) {
     // One row per credit (projector `customers`): the parts of a lot are the pure model's
-    // (src/commands/customer/lots.ts), so a rebuild reproduces them row for row.
+    // (src/events/lots.ts), so a rebuild reproduces them row for row.
     await sql`
       create table lots (
         business_id text not null,

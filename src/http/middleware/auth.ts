@@ -2,6 +2,7 @@ import { createMiddleware } from 'hono/factory';
 import { timingSafeEqual } from 'node:crypto';
 import { hashApiKey, KEY_PREFIXES, type Permission } from '../../events/permissions.js';
 import { ApiError, errors } from '../../errors.js';
+import type { Principal } from '../../projections/access/access-queries.js';
 import type { AppEnv } from '../env.js';
 
 const KEY_FORMAT = new RegExp(`^(?:${KEY_PREFIXES.private}|${KEY_PREFIXES.public})[0-9A-Za-z]{32,}$`);
@@ -29,17 +30,19 @@ const invalidKey = () => new ApiError(401, 'invalid_api_key', 'The API key does 
  * and the found hash is compared again in constant time. A principal read from the database
  * answers for its key for under a second (`PrincipalCache`); a revocation clears that at once on
  * every process of this instance, and other instances refuse the key within the second.
+ * `principalByHash` is that cached lookup.
  */
-export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
-  const key = presentedKey((name) => c.req.header(name));
-  if (!KEY_FORMAT.test(key)) throw invalidKey();
-  const hash = hashApiKey(key);
-  const { services } = c.var;
-  const principal = await services.principals.lookup(hash, (h) => services.queries.access.principalByKeyHash(h));
-  if (!principal || !timingSafeEqual(Buffer.from(principal.keyHash), Buffer.from(hash))) throw invalidKey();
-  c.set('principal', principal);
-  await next();
-});
+export function authenticate(principalByHash: (hash: string) => Promise<Principal | null | undefined>) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const key = presentedKey((name) => c.req.header(name));
+    if (!KEY_FORMAT.test(key)) throw invalidKey();
+    const hash = hashApiKey(key);
+    const principal = await principalByHash(hash);
+    if (!principal || !timingSafeEqual(Buffer.from(principal.keyHash), Buffer.from(hash))) throw invalidKey();
+    c.set('principal', principal);
+    await next();
+  });
+}
 
 const READ_METHODS = new Set(['GET', 'HEAD']);
 

@@ -5,7 +5,7 @@ import { ApiError, errors } from '../../errors.js';
 import { AnswerAlreadyStored, type AppendReceipt } from '../../store/event-store.js';
 import { canonicalJson } from '../../json-equality.js';
 import type { AppEnv } from '../env.js';
-import { idempotencyStore, type StoredResponse } from './idempotency-store.js';
+import type { StoredResponse } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const KEY_FORMAT = /^[\x20-\x7e]{1,255}$/;
@@ -36,8 +36,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   if (!KEY_FORMAT.test(key)) {
     throw errors.validation([{ path: 'Idempotency-Key', message: 'must be 1–255 printable ASCII characters' }]);
   }
-  const { services } = c.var;
-  const store = idempotencyStore(services.db, { holder: services.processMark.id, leaseMs: services.config.claimLeaseMs });
+  const store = c.var.idempotencyStore;
   const businessId = c.var.principal.businessId;
 
   const claim = await store.claim(businessId, key, requestFingerprint(c));
@@ -91,7 +90,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   // The request's work is done (a write is committed): its answer goes out even if the record
   // cannot be stored (the database went away); the key then stays held until its lease expires.
   await store.complete(businessId, key, token, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
-    services.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
+    c.var.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
 });
 

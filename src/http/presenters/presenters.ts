@@ -3,6 +3,7 @@ import { streams } from '../../events/streams.js';
 import type { ApiKeyRow, CustomerRow, LotRow, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
 import type { EventType } from '../../events/catalogue.js';
 import { decode, type DecodedOf, ofTypes } from '../../events/decode.js';
+import { type CustomerAnswerRow, NO_POINTS } from '../../projections/customers/customer-as-written.js';
 import { type LedgerEntry, ledgerEntryFromEvent } from '../../projections/customers/ledger-entry.js';
 import type { StoredEvent } from '../../store/event-store.js';
 import { KeySchema } from '../schemas/key-schemas.js';
@@ -18,40 +19,6 @@ export interface CustomerTier {
 }
 
 /** Read-model rows as the API shows them (the response schemas in `schemas/` document these). */
-/** The columns a customer answer is built from (a read-model row, or one built from a write the read model has not caught up with). */
-export type CustomerAnswerRow = Pick<
-  CustomerRow,
-  | 'id'
-  | 'email'
-  | 'phone'
-  | 'first_name'
-  | 'last_name'
-  | 'external_reference'
-  | 'metadata'
-  | 'points_balance'
-  | 'lifetime_earned'
-  | 'lifetime_redeemed'
-  | 'points_pending'
-  | 'lifetime_expired'
-  | 'next_expiring_amount'
-  | 'next_expiring_at'
-  | 'tier'
-  | 'created_at'
-  | 'updated_at'
->;
-
-/** A customer's points and tier before anything happened to them. */
-export const NO_POINTS = {
-  points_balance: 0,
-  lifetime_earned: 0,
-  lifetime_redeemed: 0,
-  points_pending: 0,
-  lifetime_expired: 0,
-  next_expiring_amount: null,
-  next_expiring_at: null,
-  tier: null,
-} as const satisfies Partial<CustomerAnswerRow>;
-
 /** The points that expire soonest, as the customer row keeps them (CONTRACT.md §13). */
 export function presentNextExpiring(row: Pick<CustomerRow, 'next_expiring_amount' | 'next_expiring_at'>) {
   return row.next_expiring_at === null || row.next_expiring_amount === null

@@ -1,5 +1,4 @@
 import { createRoute } from '@hono/zod-openapi';
-import { auditStore } from '../../audit/audit-store.js';
 import { errors } from '../../errors.js';
 import { guard } from '../middleware/guard.js';
 import { createRouter } from './router.js';
@@ -20,10 +19,10 @@ export const customerAuditRoutes = createRouter().openapi(
   }),
   async (c) => {
     const { customer_id } = c.req.valid('param');
-    const { services, principal } = c.var;
-    const customer = await services.queries.customers.get(principal.businessId, customer_id);
+    const { queries, principal } = c.var;
+    const customer = await queries.customers.get(principal.businessId, customer_id);
     if (!customer) throw errors.customerNotFound(customer_id);
-    const report = await auditStore(services.db, services.store, { customerId: customer.id });
+    const report = await queries.audit(customer.id);
     return c.json(
       {
         customer_id: customer.id,

@@ -1,5 +1,4 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { streams } from '../../events/streams.js';
 import { errors } from '../../errors.js';
 import { guard } from '../middleware/guard.js';
 import { commandContext } from './command-context.js';
@@ -7,16 +6,13 @@ import { createRouter } from './router.js';
 import type { AppEnv } from '../env.js';
 import { listResponse } from '../presenters/list-response.js';
 import {
-  type CustomerAnswerRow,
   presentCustomer,
-  NO_POINTS,
   presentCustomerRegistered,
   presentLot,
   presentNextExpiring,
   presentStreamEvent,
   presentTransaction,
 } from '../presenters/presenters.js';
-import { EMPTY_PROFILE } from '../../events/customer-events.js';
 import type { CustomerProfile } from '../../events/customer-events.js';
 import { errorResponses, jsonBody, jsonResponse, PageQuerySchema, pageRequest, queryInteger, WindowedPageQuerySchema } from '../schemas/common.js';
 import {
@@ -32,29 +28,9 @@ import type { Context } from 'hono';
 const tags = ['Customers'];
 
 async function customerOr404(c: Context<AppEnv>, customerId: string) {
-  const row = await c.var.services.queries.customers.get(c.var.principal.businessId, customerId);
+  const row = await c.var.queries.customers.get(c.var.principal.businessId, customerId);
   if (!row) throw errors.customerNotFound(customerId);
   return row;
-}
-
-/**
- * The customer as a write of its profile just left it. The read model has it once read-your-writes
- * settled; when that wait timed out (the write is stored all the same), the answer is the row as it
- * stands with the profile written, or, when not even the registration is projected yet, built as
- * the projector will build it: a stored write is never answered 404 or with the old profile.
- */
-async function customerAfterWrite(c: Context<AppEnv>, customerId: string, written: { profile: CustomerProfile; at: Date } | null): Promise<CustomerAnswerRow> {
-  const row = await c.var.services.queries.customers.get(c.var.principal.businessId, customerId);
-  if (!written || (row && row.updated_at >= written.at)) return row ?? (await customerOr404(c, customerId));
-  const registeredAt = row ? row.created_at : ((await c.var.services.store.readStream(streams.customer(customerId), { max: 1 }))[0]?.recordedAt ?? written.at);
-  const base: CustomerAnswerRow = row ?? {
-    id: customerId,
-    ...EMPTY_PROFILE,
-    ...NO_POINTS,
-    created_at: registeredAt,
-    updated_at: registeredAt,
-  };
-  return { ...base, ...written.profile, updated_at: written.at };
 }
 
 export const customerRoutes = createRouter()
@@ -74,7 +50,7 @@ export const customerRoutes = createRouter()
       if (c.var.principal.type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
         throw errors.publicKeyNotAllowed('A public key looks customers up by an exact email, phone or external_reference filter; listing them needs a private key.');
       }
-      const page = await c.var.services.queries.customers.list(
+      const page = await c.var.queries.customers.list(
         c.var.principal.businessId,
         filters,
         pageRequest({ limit, starting_after, created_after, created_before }),
@@ -104,7 +80,7 @@ export const customerRoutes = createRouter()
         external_reference: body.external_reference ?? null,
         metadata: body.metadata ?? {},
       };
-      return c.json(presentCustomerRegistered(await c.var.services.commands.customers.register(ctx, profile)), 201);
+      return c.json(presentCustomerRegistered(await c.var.commands.customers.register(ctx, profile)), 201);
     },
   )
   .openapi(
@@ -135,8 +111,10 @@ export const customerRoutes = createRouter()
       const { customer_id } = c.req.valid('param');
       const ctx = commandContext(c);
       const changes = c.req.valid('json');
-      const profile = await c.var.services.commands.customers.update(ctx, customer_id, changes);
-      return c.json(presentCustomer(await customerAfterWrite(c, customer_id, profile ? { profile, at: ctx.now } : null)), 200);
+      const profile = await c.var.commands.customers.update(ctx, customer_id, changes);
+      const row = await c.var.queries.customerAsWritten(c.var.principal.businessId, customer_id, profile ? { profile, at: ctx.now } : null);
+      if (!row) throw errors.customerNotFound(customer_id);
+      return c.json(presentCustomer(row), 200);
     },
   )
   .openapi(
@@ -152,15 +130,15 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { customer_id } = c.req.valid('param');
-      const customer = await c.var.services.queries.customers.summary(c.var.principal.businessId, customer_id);
+      const customer = await c.var.queries.customers.summary(c.var.principal.businessId, customer_id);
       if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
       const next = customer.next_tier;
       // Rolling qualification: the next tier is reached by the points credited within the window.
-      const { tier_qualification: qualification } = (await c.var.services.commands.program.settings(customer.business_id)).settings;
+      const { tier_qualification: qualification } = (await c.var.commands.program.settings(customer.business_id)).settings;
       const qualifying =
         qualification.mode === 'rolling' && qualification.window_days !== null
-          ? await c.var.services.queries.customers.qualifyingPoints(customer.id, c.var.clock.now(), qualification.window_days)
+          ? await c.var.queries.customers.qualifyingPoints(customer.id, c.var.clock.now(), qualification.window_days)
           : customer.lifetime_earned;
       return c.json(
         {
@@ -211,7 +189,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const page = await c.var.services.queries.customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
+      const page = await c.var.queries.customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
       return listResponse(c, page, presentTransaction, (row) => row.id);
     },
   )
@@ -232,7 +210,7 @@ export const customerRoutes = createRouter()
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
       const { limit, starting_after, all } = c.req.valid('query');
-      const page = await c.var.services.queries.customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
+      const page = await c.var.queries.customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
       return listResponse(c, page, presentLot, (row) => row.transaction_id);
     },
   )
@@ -255,11 +233,7 @@ export const customerRoutes = createRouter()
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
       const { limit, starting_after } = c.req.valid('query');
-      const events = await c.var.services.store.readStream(streams.customer(customer.id), {
-        from: starting_after === undefined ? 0 : starting_after + 1,
-        max: limit + 1,
-      });
-      const page = { items: events.slice(0, limit), hasMore: events.length > limit };
+      const page = await c.var.queries.customerEvents(customer.id, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentStreamEvent, (e) => String(e.streamPosition));
     },
   );

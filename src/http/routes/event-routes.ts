@@ -28,9 +28,8 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const { services } = c.var;
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        services.commands.events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
+        c.var.commands.events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
           customerId: body.customer_id,
           eventType: body.event_type,
           properties: body.properties,
@@ -55,7 +54,7 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
-      const page = await c.var.services.queries.catalog.events(
+      const page = await c.var.queries.catalog.events(
         c.var.principal.businessId,
         filters,
         pageRequest({ limit, starting_after, created_after, created_before }),

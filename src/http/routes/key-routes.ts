@@ -27,7 +27,7 @@ function mayGrant(c: Context<AppEnv>): void {
 
 /** A key revokes only keys whose permissions it holds itself (CONTRACT.md §2), replays included. */
 async function mayRevoke(c: Context<AppEnv>): Promise<void> {
-  const target = await c.var.services.queries.access.key(c.var.principal.businessId, c.req.param('key_id') ?? '');
+  const target = await c.var.queries.access.key(c.var.principal.businessId, c.req.param('key_id') ?? '');
   const missing = target && missingPermission(c.var.principal.permissions, target.permissions);
   if (missing) throw errors.insufficientPermissions(missing);
 }
@@ -46,9 +46,9 @@ export const keyRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const { services, principal } = c.var;
+      const { commands, principal } = c.var;
       // A stored answer never holds the key (CONTRACT.md §5): a replay shows null.
-      const { created, key } = await services.commands.apiKeys.create(
+      const { created, key } = await commands.apiKeys.create(
         commandContext(c, { status: 201, present: (event) => presentKeyCreated(event, null) }),
         { type: body.type, name: body.name ?? null, permissions: body.permissions ?? null },
         principal.permissions,
@@ -69,7 +69,7 @@ export const keyRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.services.queries.access.keys(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      const page = await c.var.queries.access.keys(c.var.principal.businessId, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentKey, (row) => row.id);
     },
   )
@@ -90,10 +90,9 @@ export const keyRoutes = createRouter()
     }),
     async (c) => {
       const { key_id } = c.req.valid('param');
-      const { services, principal } = c.var;
-      await services.commands.apiKeys.revoke(commandContext(c), key_id, { revoker: principal.permissions });
-      await services.keysRevoked();
-      const row = await services.queries.access.key(principal.businessId, key_id);
+      const { commands, queries, principal } = c.var;
+      await commands.apiKeys.revoke(commandContext(c), key_id, { revoker: principal.permissions });
+      const row = await queries.access.key(principal.businessId, key_id);
       if (!row) throw errors.keyNotFound(key_id);
       return c.json(presentKey(row), 200);
     },

@@ -16,10 +16,10 @@ export const meRoutes = createRouter().openapi(
     responses: { 200: jsonResponse(MeSchema, 'The signed-in key (never the key itself) and its business.'), ...errorResponses() },
   }),
   async (c) => {
-    const { services, principal } = c.var;
+    const { queries, principal } = c.var;
     const [key, business] = await Promise.all([
-      services.queries.access.key(principal.businessId, principal.keyId),
-      services.queries.access.business(principal.businessId),
+      queries.access.key(principal.businessId, principal.keyId),
+      queries.access.business(principal.businessId),
     ]);
     // The key authenticated this request, so both rows exist; a revocation racing it is a 401 like any other.
     if (!key || !business) throw new Error(`key ${principal.keyId} authenticated but is not in the read model`);

@@ -1,7 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { sql } from 'kysely';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LoopHealth } from '../../background-loop.js';
 import type { Services } from '../../services.js';
@@ -11,50 +10,29 @@ import type { AppEnv } from '../env.js';
 const READY_MAX_LAG = 10_000;
 
 /**
+ * What the ops endpoints and metrics read: the log and the projections' checkpoints (lag), the
+ * loops this process runs, the webhook queue, conflicts retried; nothing else of the services.
+ */
+export type OpsServices = Pick<Services, 'projections' | 'dispatcher' | 'conflicts' | 'database' | 'queries'>;
+
+/**
  * Each projector's checkpoint and how far the log's head is past it, asked of the event store (the
  * log may be KurrentDB). Where the store has to count the events to tell (KurrentDB), it stops
  * just past READY_MAX_LAG: enough to decide readiness (a projector further behind shows 10,001 there).
  */
-async function projectionLag(services: Services) {
-  const head = await services.store.headPosition();
-  const rows = await services.db.selectFrom('projection_checkpoints').select(['name', 'global_position']).execute();
-  return Promise.all(
-    services.projections.runners.map(async (runner) => {
-      const position = rows.find((r) => r.name === runner.name)?.global_position ?? 0;
-      const lag = await services.store.lag({ globalPosition: BigInt(position) }, head, { max: READY_MAX_LAG + 1 });
-      return { name: runner.name, position, lag };
-    }),
-  );
-}
+const lagOf = (services: OpsServices) => services.projections.lag(READY_MAX_LAG + 1);
 
 /**
  * The background work this process runs: the projection loop and the webhook delivery loop, each
  * only when it runs here; null when neither does (`serve --role api`, an HTTP process of a cluster:
  * the workers are another process). Unhealthy when a loop's round has hung (`stalled`).
  */
-export function workersHealth(services: Services): { healthy: boolean; projections?: LoopHealth; webhooks?: LoopHealth } | null {
+export function workersHealth(services: Pick<OpsServices, 'projections' | 'dispatcher'>): { healthy: boolean; projections?: LoopHealth; webhooks?: LoopHealth } | null {
   const loops = Object.entries({ projections: services.projections.runner.health(), webhooks: services.dispatcher.health() }).filter(
     ([, loop]) => loop.state !== 'stopped',
   );
   if (loops.length === 0) return null;
   return { healthy: loops.every(([, loop]) => loop.state !== 'stalled'), ...Object.fromEntries(loops) };
-}
-
-/** A webhook message due this long ago and still unclaimed means delivery is not keeping up, or not running. */
-const OVERDUE_MS = 60_000;
-
-/**
- * The delivery queue as any process sees it in the database, wherever the workers run: messages
- * pending, and those `overdue` (due over a minute ago and claimed by no dispatcher). A running
- * dispatcher claims a due message within a poll, so overdue messages mean its loop is not running
- * or not keeping up.
- */
-async function webhookBacklog(services: Services, now: Date): Promise<{ pending: number; overdue: number }> {
-  const { rows } = await sql<{ pending: number | string; overdue: number | string }>`
-    select count(*) as pending,
-           count(*) filter (where next_attempt_at < ${new Date(now.getTime() - OVERDUE_MS)} and (locked_until is null or locked_until < ${now})) as overdue
-      from webhook_messages where status = 'pending'`.execute(services.db);
-  return { pending: Number(rows[0]?.pending ?? 0), overdue: Number(rows[0]?.overdue ?? 0) };
 }
 
 /** One process's metrics: its registry, and the middleware that times each request into it. */
@@ -70,7 +48,7 @@ export interface Metrics {
  * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
  * read from the database, the same in every process, take the largest value instead of a sum.
  */
-export function createMetrics(services: Services): Metrics {
+export function createMetrics(services: OpsServices): Metrics {
   const registry = new Registry();
   const requestDuration = new Histogram({
     name: 'loyalty_http_request_duration_seconds',
@@ -100,7 +78,7 @@ export function createMetrics(services: Services): Metrics {
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      for (const p of await projectionLag(services)) this.set({ projection: p.name }, p.lag);
+      for (const p of await lagOf(services)) this.set({ projection: p.name }, p.lag);
     },
   });
   new Gauge({
@@ -109,12 +87,7 @@ export function createMetrics(services: Services): Metrics {
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      const row = await services.db
-        .selectFrom('webhook_messages')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
-      this.set(Number(row?.n ?? 0));
+      this.set(await services.queries.webhooks.queueDepth());
     },
   });
   for (const runner of services.projections.runners) {
@@ -180,7 +153,7 @@ export function createMetrics(services: Services): Metrics {
  */
 export function registerOps(
   app: OpenAPIHono<AppEnv>,
-  services: Services,
+  services: OpsServices,
   metrics: Metrics = createMetrics(services),
   metricsText: () => Promise<string> = () => metrics.registry.metrics(),
   stopping: () => boolean = () => false,
@@ -194,7 +167,7 @@ export function registerOps(
   app.get('/readyz', async (c) => {
     if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
-      const [projections, webhooks] = await Promise.all([projectionLag(services), webhookBacklog(services, c.var.clock.now())]);
+      const [projections, webhooks] = await Promise.all([lagOf(services), services.queries.webhooks.backlog(c.var.clock.now())]);
       // Webhooks are reported, not judged: a stuck delivery does not stop this process serving.
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
       return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections, webhooks }, ready ? 200 : 503);

@@ -29,9 +29,8 @@ export const pointsRoutes = createRouter().openapi(
   async (c) => {
     const { customer_id } = c.req.valid('param');
     const body = c.req.valid('json');
-    const { services } = c.var;
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      services.commands.customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
+      c.var.commands.customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
         pointsType: body.type,
         amount: body.amount,
         applyMultiplier: body.apply_multiplier ?? false,
@@ -62,7 +61,7 @@ export const pointsRoutes = createRouter().openapi(
     const { customer_id, transaction_id } = c.req.valid('param');
     const body = c.req.valid('json');
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      c.var.services.commands.lifecycle.reverse(commandContext(c, { status: 201, present: presentReversalEvent }), customer_id, {
+      c.var.commands.lifecycle.reverse(commandContext(c, { status: 201, present: presentReversalEvent }), customer_id, {
         reversedId: transaction_id,
         amount: body.amount,
         reference: body.reference ?? null,

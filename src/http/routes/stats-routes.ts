@@ -35,7 +35,7 @@ export const statsRoutes = createRouter().openapi(
   }),
   async (c) => {
     const { from, to } = statsRange(c.req.valid('query'), c.var.clock.now());
-    const { stats } = c.var.services.queries;
+    const { stats } = c.var.queries;
     const businessId = c.var.principal.businessId;
     const [days, standing, tiers] = await Promise.all([stats.days(businessId, from, to), stats.standing(businessId), stats.tiers(businessId)]);
     return c.json({ from, to, days, ...standing, tiers }, 200);

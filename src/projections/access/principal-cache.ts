@@ -3,7 +3,7 @@ import type { Principal } from './access-queries.js';
 /**
  * How long a principal read from the database answers for its key: under a second, since a key
  * revoked on another instance must be refused there within 1 s (CONTRACT.md §2). A revocation on
- * this instance clears every process's cache before it is answered (`Services.keysRevoked`).
+ * this instance clears every process's cache before it is answered (`keysRevoked` in `src/services.ts`, which `apiKeys.revoke` calls).
  */
 export const PRINCIPAL_TTL_MS = 900;
 

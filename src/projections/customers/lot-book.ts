@@ -12,7 +12,7 @@ import {
   type ReversalPlan,
   type Share,
   takeShares,
-} from '../../commands/customer/lots.js';
+} from '../../events/lots.js';
 import type { Database, LotRow } from '../../db/schema.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { streams } from '../../events/streams.js';
@@ -20,7 +20,7 @@ import type { ProjectedEvent } from '../projector.js';
 
 /**
  * A batch's view of the lots its events touch (CONTRACT.md §13), changed with the decider's own
- * pure functions (src/commands/customer/lots.ts), so the `lots` rows are what the customer's state
+ * pure functions (src/events/lots.ts), so the `lots` rows are what the customer's state
  * holds. A batch loads only what it needs in one query: the lots its events name (debits' and
  * returns' shares, reversed credits, released / noticed / expired lots) and, for debits written
  * before lots existed (no shares recorded), the customer's open lots to plan them from. Credits
