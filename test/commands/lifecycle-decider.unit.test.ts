@@ -179,7 +179,8 @@ describe('lifecycle decider properties', () => {
       }),
       { numRuns: 200 },
     );
-  });
+    // 200 random histories take about 3 s on a quiet 2-core machine: give a busy one room.
+  }, 30_000);
 
   it('refuses every reversal beyond the unreversed amount, and a reversal of a debit, deciding nothing', () => {
     fc.assert(
