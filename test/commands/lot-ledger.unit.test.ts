@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { type LotOp, lotOp } from '../support/lot-ops.js';
 import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
 import {
   applyReversal,
@@ -20,23 +21,11 @@ const DAY = 86_400_000;
 const T0 = Date.parse('2026-11-24T00:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
-type Op =
-  | { kind: 'credit'; amount: number; pendingFor: number | null; expiresIn: number | null }
-  | { kind: 'debit'; amount: number }
-  | { kind: 'release' | 'expire' | 'return' | 'notice'; pick: number }
-  | { kind: 'reverse'; pick: number; amount: number }
-  | { kind: 'due'; day: number };
+type Op = LotOp | { kind: 'notice'; pick: number } | { kind: 'due'; day: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({
-    kind: fc.constant('credit' as const),
-    amount: fc.integer({ min: 1, max: 1000 }),
-    pendingFor: fc.option(fc.integer({ min: 1, max: 10 }), { nil: null }),
-    expiresIn: fc.option(fc.integer({ min: 11, max: 40 }), { nil: null }),
-  }),
-  fc.record({ kind: fc.constant('debit' as const), amount: fc.integer({ min: 1, max: 1500 }) }),
-  fc.record({ kind: fc.constantFrom('release' as const, 'expire' as const, 'return' as const, 'notice' as const), pick: fc.nat() }),
-  fc.record({ kind: fc.constant('reverse' as const), pick: fc.nat(), amount: fc.integer({ min: 1, max: 1200 }) }),
+  lotOp,
+  fc.record({ kind: fc.constant('notice' as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant('due' as const), day: fc.integer({ min: 0, max: 50 }) }),
 );
 

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { lotOp } from '../support/lot-ops.js';
 import {
   applyReversal,
   consumptionOrder,
@@ -81,24 +82,8 @@ describe('lots (CONTRACT.md §13)', () => {
   });
 
   it('keeps every lot whole and the balance equal to its available lots under any sequence of credits, debits, releases, expiries, reversals and returns', () => {
-    type Op =
-      | { kind: 'credit'; amount: number; pendingFor: number | null; expiresIn: number | null }
-      | { kind: 'debit'; amount: number }
-      | { kind: 'release' | 'expire' | 'return'; pick: number }
-      | { kind: 'reverse'; pick: number; amount: number };
-    const op: fc.Arbitrary<Op> = fc.oneof(
-      fc.record({
-        kind: fc.constant('credit' as const),
-        amount: fc.integer({ min: 1, max: 1000 }),
-        pendingFor: fc.option(fc.integer({ min: 1, max: 10 }), { nil: null }),
-        expiresIn: fc.option(fc.integer({ min: 11, max: 40 }), { nil: null }),
-      }),
-      fc.record({ kind: fc.constant('debit' as const), amount: fc.integer({ min: 1, max: 1500 }) }),
-      fc.record({ kind: fc.constantFrom('release' as const, 'expire' as const, 'return' as const), pick: fc.nat() }),
-      fc.record({ kind: fc.constant('reverse' as const), pick: fc.nat(), amount: fc.integer({ min: 1, max: 1200 }) }),
-    );
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      fc.property(fc.array(lotOp, { maxLength: 60 }), (ops) => {
         let lots: Lot[] = [];
         let balance = 0;
         let waiting = 0;
