@@ -120,10 +120,9 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, TimedCusto
     const fold = (from: CustomerState, events: CustomerEvent[]) =>
       events.reduce((s, e) => evolveCustomer(s, { ...e, recordedAt: lifecycle.now }), from);
     const due = decideDue(state, lifecycle);
-    const ready = fold(state, due);
-    const own = decideOwn(command, ready, lifecycle);
-    const after = own.length === 0 ? [] : decideDue(fold(ready, own), lifecycle);
-    return [...due, ...own, ...after];
+    const own = decideOwn(command, due.after, lifecycle);
+    const after = own.length === 0 ? [] : decideDue(fold(due.after, own), lifecycle).events;
+    return [...due.events, ...own, ...after];
   },
 };
 

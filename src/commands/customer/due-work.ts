@@ -45,14 +45,14 @@ export function nextDueAt(state: CustomerState, policy: LifecyclePolicy): string
   return next;
 }
 
-/** The events of the work due at `lifecycle.now`, in due order; [] when nothing is due. */
-export function decideDue(state: CustomerState, lifecycle: Lifecycle): CustomerEvent[] {
+/** The events of the work due at `lifecycle.now`, in due order ([] when nothing is due), and the state they lead to. */
+export function decideDue(state: CustomerState, lifecycle: Lifecycle): { events: CustomerEvent[]; after: CustomerState } {
   const events: CustomerEvent[] = [];
   const now = lifecycle.now.toISOString();
   let current = state;
   for (let step = 0; step < MAX_STEPS; step++) {
     const event = nextDueEvent(current, lifecycle, now);
-    if (!event) return events;
+    if (!event) return { events, after: current };
     events.push(event);
     current = evolveCustomer(current, { ...event, recordedAt: lifecycle.now });
   }
