@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
-import { newId } from '../ids.js';
+import { v5 as uuidv5 } from 'uuid';
 import { insertRows } from '../projections/insert-rows.js';
 import { defineProjector } from '../projections/projector.js';
 import { type AnnouncedEvent, webhookPayloadOf } from './webhook-payloads.js';
@@ -20,6 +20,18 @@ interface Batch {
   messages: Record<string, unknown>[];
 }
 
+/** The namespace of webhook message ids (a fixed UUID: changing it would change every id). */
+const MESSAGE_NAMESPACE = '8d2f6b1e-3c47-4f0a-9e85-61b7c2d4a930';
+
+/**
+ * A message's id, which is its `webhook-id`: made from the event and the endpoint, so one event's
+ * message to one endpoint has the same id wherever and whenever it is queued (no id generator
+ * needed, and a receiver's deduplication survives anything that queues it again).
+ */
+export function messageId(eventId: string, webhookId: string): string {
+  return `msg_${uuidv5(`${eventId}:${webhookId}`, MESSAGE_NAMESPACE).replaceAll('-', '')}`;
+}
+
 /** An event that announces a webhook: one message per active endpoint of its business subscribed to it. */
 function announce(event: AnnouncedEvent, { endpoints, messages }: Batch): void {
   const payload = webhookPayloadOf(event);
@@ -28,7 +40,7 @@ function announce(event: AnnouncedEvent, { endpoints, messages }: Batch): void {
     if (endpoint.business_id !== businessId || !endpoint.active) continue;
     if (!endpoint.events.includes(payload.type) && !endpoint.events.includes('*')) continue;
     messages.push({
-      id: newId('message'),
+      id: messageId(event.eventId, endpoint.id),
       business_id: businessId,
       webhook_id: endpoint.id,
       event_type: payload.type,

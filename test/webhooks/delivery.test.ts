@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { webhookSecrets } from '../../src/webhooks/secrets.js';
+import { messageId } from '../../src/webhooks/webhooks-projector.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 import { ISO_MS } from '../support/expectations.js';
 import { type Received, type Receiver, type Reply, signatureFor, startReceiver } from '../support/webhook-receiver.js';
@@ -96,7 +97,7 @@ describe('webhook delivery', () => {
       const silver = await api(key, 'POST', '/api/v1/tiers', { name: 'Silver', points_threshold: 100, multiplier: 1.5, benefits: ['free shipping'] });
       const gold = await api(key, 'POST', '/api/v1/tiers', { name: 'Gold', points_threshold: 500, multiplier: 2, benefits: ['lounge'] });
       const r = await receiver();
-      const { secret } = await createWebhook(key, r.url, ['tier.upgraded']);
+      const { id: webhookId, secret } = await createWebhook(key, r.url, ['tier.upgraded']);
       const customerId = await newCustomer(key);
 
       await transact(key, customerId, { type: 'earn', amount: 150 });
@@ -115,6 +116,9 @@ describe('webhook delivery', () => {
         expect(verified).toEqual(delivery.payload);
         return verified;
       });
+      // Each message's webhook-id is made from its event and endpoint: the same wherever it is queued.
+      const queued = await t.services.db.selectFrom('webhook_messages').select(['id', 'source_event_id']).where('webhook_id', '=', webhookId).execute();
+      expect(r.received.map((d) => d.headers['webhook-id']).sort()).toEqual(queued.map((m) => messageId(m.source_event_id!, webhookId)).sort());
       expect(Object.keys(toSilver)).toEqual(expect.arrayContaining(['type', 'timestamp', 'data']));
       expect(toSilver.timestamp).toMatch(ISO_MS);
       expect(toSilver.data).toEqual({

@@ -39,7 +39,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   const store = c.var.idempotencyStore;
   const businessId = c.var.principal.businessId;
 
-  const claim = await store.claim(businessId, key, requestFingerprint(c));
+  const claim = await store.claim(businessId, key, requestFingerprint(c), c.var.clock.now());
   switch (claim.outcome) {
     case 'mismatch':
       throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
@@ -69,7 +69,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   if (c.error instanceof AnswerAlreadyStored) {
     // Another attempt of this request committed first: answer what it answered.
-    const claim = await store.claim(businessId, key, requestFingerprint(c));
+    const claim = await store.claim(businessId, key, requestFingerprint(c), c.var.clock.now());
     if (claim.outcome === 'replay') return replay(c, claim.response);
   }
   const response = c.res;
