@@ -5,10 +5,11 @@
  * The GET kinds read customers that earned during the warm-up. PROBE_PROF=dir writes each
  * process's CPU profile there (`node --cpu-prof`).
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { backendPids, cpuMs, descendants } from './cpu-time.js';
 import { Api } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
@@ -18,37 +19,6 @@ const requests = Number(process.argv[3] ?? 4000);
 const customerCount = Number(process.argv[4] ?? 1);
 const kind = (process.argv[5] ?? 'earn') as 'earn' | 'summary' | 'customer';
 if (!['earn', 'summary', 'customer'].includes(kind)) throw new Error(`unknown kind ${kind}: earn, summary or customer`);
-const TICK = 100; // clock ticks per second (getconf CLK_TCK)
-
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICK;
-  } catch {
-    return 0;
-  }
-}
-
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {}
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]!) ?? []));
-  return out;
-}
-
-async function backendPids(db: string): Promise<number[]> {
-  return withClient(async (c) => (await c.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db])).rows.map((r) => r.pid));
-}
-
 async function main() {
   await buildService();
   const db = await createDatabase('cpuprobe');

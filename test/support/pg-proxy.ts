@@ -90,6 +90,7 @@ export class PgProxy {
     let matched = false;
     let losing: (() => void) | undefined;
     let holding = false;
+    const statements = new Map<string, string>();
     client.on('data', (chunk: Buffer) => {
       if (this.partitioned) return;
       pending = Buffer.concat([pending, chunk]);
@@ -105,7 +106,16 @@ export class PgProxy {
           if (message.length === 8 && message.readInt32BE(4) === 80877103) untyped += 1; // SSLRequest
         } else {
           const kind = String.fromCharCode(message[0]!);
-          const text = kind === 'Q' || kind === 'P' ? message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8') : '';
+          let text = kind === 'Q' || kind === 'P' ? message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8') : '';
+          // A named (prepared) statement's text is sent once per connection (Parse); later runs only
+          // Bind it by name, so the trap matches a Bind by the text its statement was parsed from.
+          if (kind === 'P') {
+            const name = message.subarray(5, message.indexOf(0, 5)).toString('utf8');
+            if (name) statements.set(name, text);
+          } else if (kind === 'B') {
+            const portalEnd = message.indexOf(0, 5);
+            text = statements.get(message.subarray(portalEnd + 1, message.indexOf(0, portalEnd + 1)).toString('utf8')) ?? '';
+          }
           if (this.trap && this.trap.after.test(text)) matched = true;
           if (/^\s*commit\b/i.test(text) && matched && this.trap) {
             const { mode, done } = this.trap;
