@@ -8,6 +8,14 @@ import type { EventMetadata } from '../events/metadata.js';
  */
 export interface EventStore {
   /**
+   * Whether the adapter stores a request's answer in the append's own transaction
+   * (`AppendOptions.receipt`): true on PostgreSQL, false on KurrentDB (no transaction spans the log
+   * and PostgreSQL). Without it, the answer is stored after the append, and a retry that takes over
+   * an Idempotency-Key whose answer never got stored looks for the earlier attempt's events in the
+   * log first (their metadata carries the key; `src/commands/earlier-attempt.ts`).
+   */
+  readonly transactionalReceipts: boolean;
+  /**
    * Appends to several streams atomically: all writes succeed or none does.
    *
    * A write without events and with a numeric or `no_stream` `expected` is a **condition**: the
@@ -81,7 +89,7 @@ export interface AppendOptions {
    * commit (CONTRACT.md §5). The PostgreSQL adapter marks the request's idempotency record done
    * with it, and fails the append with `AnswerAlreadyStored`, writing nothing, when that attempt no
    * longer holds the record (another attempt of the request took it over, or committed first). Adapters without such a
-   * transaction ignore it: the events carry the key in their metadata instead.
+   * transaction (`transactionalReceipts` false) ignore it: the events carry the key in their metadata instead.
    */
   receipt?: () => AppendReceipt | undefined;
 }

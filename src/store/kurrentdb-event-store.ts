@@ -67,6 +67,8 @@ export interface KurrentDbEventStoreOptions {
  *   position, which the projection runner keeps in its PostgreSQL row with the read-model writes.
  */
 export class KurrentDbEventStore implements EventStore {
+  /** No transaction spans the log and PostgreSQL: answers are stored after the append (`AppendOptions.receipt` is ignored). */
+  readonly transactionalReceipts = false;
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly prefixes: string[];
 
