@@ -208,4 +208,21 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
     const customer = await app.request('GET', `/api/v1/customers/${customerId}`, { key: business.private_key });
     expect(customer.body.points_balance).toBe(40 - 15);
   });
+
+  it('answers the retry of a tier created on the program stream from the log: one tier', async () => {
+    const key = 'lost-answer-tier';
+    const tier = { name: 'Gold', points_threshold: 500, multiplier: 2 };
+    await refuse('complete', key);
+    const first = await post('/api/v1/tiers', key, tier);
+    expect(first.status, first.text).toBe(201);
+    await allow(key);
+
+    await waitForLease();
+    const retry = await post('/api/v1/tiers', key, tier);
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.text).toBe(first.text);
+    const tiers = await app.request('GET', '/api/v1/tiers', { key: business.private_key });
+    expect(tiers.body.map((t: { id: string }) => t.id)).toEqual([first.body.id]);
+  });
 });
