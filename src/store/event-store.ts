@@ -114,9 +114,12 @@ export class AnswerAlreadyStored extends Error {
 }
 
 /**
- * The database connection broke while the append's COMMIT was under way: it may or may not have
- * committed, so it is neither retried nor reported as refused (answered 503). A retry of the
- * request with its Idempotency-Key learns the outcome (`AppendOptions.receipt`).
+ * The append was sent and no answer came back: on PostgreSQL the connection broke while its
+ * COMMIT was under way; on KurrentDB the call failed in a way that does not say whether the server
+ * wrote (a timeout, a lost connection). It may or may not have been applied, so it is neither
+ * retried nor reported as refused (answered 503). A retry of the request with its
+ * Idempotency-Key learns the outcome: from the answer stored with the append
+ * (`AppendOptions.receipt`), or, where there is none, from the log (`src/commands/earlier-attempt.ts`).
  */
 export class CommitOutcomeUnknown extends Error {
   override name = 'CommitOutcomeUnknown';

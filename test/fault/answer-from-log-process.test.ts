@@ -13,7 +13,7 @@ const SERVER_URL = process.env.DATABASE_URL;
 const SERVER_SCRIPT = path.join(REPO_ROOT, 'test/fault/answers-after-append-server.ts');
 
 /**
- * Issue 12 item 5, the KurrentDB half, with a real crash: process A stores answers after the
+ * Issue 12 item 5, the KurrentDB half, with a real crash and a lost answer: process A stores answers after the
  * append (the PostgreSQL adapter's transactional receipts off, as on KurrentDB) and is killed
  * with SIGKILL at the exact point, its write committed and its answer's record not yet sent (a
  * proxy holds that statement). The retry on another process B takes the key over at once (A is
@@ -130,6 +130,25 @@ describe.skipIf(!SERVER_URL)('a write committed by a process killed before it re
     const again = await earnOnB(customerId, 'killed-before-record');
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.text).toBe(retry.text);
+  }, 120_000);
+
+  it('answers 503 when the answer to its COMMIT is lost, and the retry at once replays the write from the log', async () => {
+    const a = await startA();
+    const customerId = await b.newCustomer(business.private_key);
+    const lost = proxy.loseNextCommitAnswer(/insert into events/i);
+    const first = await earnOn(a.baseUrl, customerId, 'lost-commit-answer');
+    await lost;
+    expect(first.status).toBe(503);
+    expect(((await first.json()) as { message: string }).message).toMatch(/may or may not have been applied/);
+
+    // Not after the lease: A ended it, keeping the key, when it could not tell the outcome.
+    const retry = await earnOn(a.baseUrl, customerId, 'lost-commit-answer');
+    const text = await retry.text();
+    expect(retry.status, text).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(JSON.parse(text)).toMatchObject({ customer_id: customerId, type: 'earn', amount: 10, balance: 10 });
+    expect(await keyedEvents(customerId, 'lost-commit-answer')).toHaveLength(1);
+    await kill(a.child);
   }, 120_000);
 
   it('applies the retry once when A was killed before its append committed', async () => {

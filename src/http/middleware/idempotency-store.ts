@@ -113,6 +113,21 @@ export function idempotencyStore(db: Kysely<Database>, options: ClaimOptions = {
         .execute();
     },
 
+    /**
+     * Ends the lease of the attempt holding `token` without freeing the key: the next attempt takes
+     * it over at once, told that this one may have written (`Claim.takenOver`).
+     */
+    async endLease(businessId: string, key: string, token: string, now = new Date()): Promise<void> {
+      await db
+        .updateTable('idempotency_keys')
+        .set({ locked_until: now })
+        .where('business_id', '=', businessId)
+        .where('key', '=', key)
+        .where('state', '=', 'running')
+        .where('claim_token', '=', token)
+        .execute();
+    },
+
     /** Frees the key after an answer that is not kept (retryable, or refused), so the request can be retried with it. */
     async release(businessId: string, key: string, token: string): Promise<void> {
       await db

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError, errors } from '../../errors.js';
-import { AnswerAlreadyStored, type AppendReceipt } from '../../store/event-store.js';
+import { AnswerAlreadyStored, type AppendReceipt, CommitOutcomeUnknown } from '../../store/event-store.js';
 import { canonicalJson } from '../../json-equality.js';
 import type { AppEnv } from '../env.js';
 import type { EarlierAttempt } from '../../events/metadata.js';
@@ -85,7 +85,11 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     return;
   }
   if (!isFinal(response.status, body)) {
-    await store.release(businessId, key, token).catch(() => {});
+    if (c.error instanceof CommitOutcomeUnknown && !stored) {
+      // The write may have been applied, and its answer was not stored with it: a retry takes
+      // the key over at once and first looks for this attempt's events in the log.
+      await store.endLease(businessId, key, token, c.var.clock.now()).catch(() => {});
+    } else await store.release(businessId, key, token).catch(() => {});
     return;
   }
   const headers: Record<string, string> = {};
