@@ -15,7 +15,7 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
  * const lost = proxy.loseNextCommitAnswer(/insert into events/i);
  */
 export class PgProxy {
-  private trap: { after: RegExp; mode: 'lose-answer' | 'hold'; done: () => void } | undefined;
+  private trap: { after: RegExp; mode: 'lose-answer' | 'hold' | 'hold-statement'; done: () => void } | undefined;
   private readonly sockets = new Set<Socket>();
   private partitioned = false;
 
@@ -58,6 +58,17 @@ export class PgProxy {
   holdNextCommit(after: RegExp): Promise<void> {
     return new Promise((resolve) => {
       this.trap = { after, mode: 'hold', done: resolve };
+    });
+  }
+
+  /**
+   * Keeps the next statement matching `pattern`, and everything after it on its connection, from
+   * the server: the client waits for its answer until it gives up (or dies). Resolves once the
+   * client has sent it. For a statement outside a transaction (a record written after a commit).
+   */
+  holdNextStatement(pattern: RegExp): Promise<void> {
+    return new Promise((resolve) => {
+      this.trap = { after: pattern, mode: 'hold-statement', done: resolve };
     });
   }
 
@@ -115,6 +126,12 @@ export class PgProxy {
           } else if (kind === 'B') {
             const portalEnd = message.indexOf(0, 5);
             text = statements.get(message.subarray(portalEnd + 1, message.indexOf(0, portalEnd + 1)).toString('utf8')) ?? '';
+          }
+          if (this.trap?.mode === 'hold-statement' && this.trap.after.test(text)) {
+            const { done } = this.trap;
+            this.trap = undefined;
+            holding = true;
+            done();
           }
           if (this.trap && this.trap.after.test(text)) matched = true;
           if (/^\s*commit\b/i.test(text) && matched && this.trap) {
