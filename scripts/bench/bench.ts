@@ -19,10 +19,11 @@
  *   BENCH_ONLY=lifecycle  only the lifecycle row (its own server and database; no pgbench)
  *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
  *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
- *   BENCH_ONLY=soak       only the soak (row 7): customers, one full-rate earn run (their history), then a
- *                         restarted server at BENCH_SOAK_RATE (default: half that run's rate); RSS and
- *                         V8 heap used every 5 s (no pgbench)
- *   BENCH_SOAK_RATE       earns/s offered in BENCH_ONLY=soak (default: half the full-rate run's)
+ *   BENCH_ONLY=soak       only the soak (row 7): customers with BENCH_SOAK_HISTORY earns each (seeded by the
+ *                         bulk path, so the same whatever the load), then a restarted server at
+ *                         BENCH_SOAK_RATE; RSS, V8 heap used / total and external memory every 5 s (no pgbench)
+ *   BENCH_SOAK_HISTORY    earns per customer before the soak in BENCH_ONLY=soak (60)
+ *   BENCH_SOAK_RATE       earns/s offered in BENCH_ONLY=soak (437, the rate of the reference run)
  *   BENCH_SOAK_NODE_FLAGS node flags of the soak's server (e.g. --max-semi-space-size=16); in BENCH_ONLY=soak,
  *                         several sets separated by | run one soak each, back to back (an empty set: none)
  *   BENCH_SOAK_SNAPSHOTS  seconds into the soak to write a heap snapshot at (e.g. 20,60; into the temp
@@ -83,6 +84,7 @@ const settings = {
   exportLines: envInt('BENCH_EXPORT_LINES', 1_000_000),
   only: process.env.BENCH_ONLY,
   soakRate: envInt('BENCH_SOAK_RATE', 0),
+  soakHistory: envInt('BENCH_SOAK_HISTORY', 60),
   soakNodeFlags: (process.env.BENCH_SOAK_NODE_FLAGS ?? '').split('|').map((set) => set.split(/\s+/).filter(Boolean)),
   soakSnapshots: (process.env.BENCH_SOAK_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number),
   profile: process.env.BENCH_PROFILE === '1',
@@ -513,12 +515,27 @@ async function soakOnly(tmp: string): Promise<void> {
   cleanups.push(() => server.stop());
   const customers = await new Api(server.url, keys.private_key).createCustomers(settings.customers, 'load');
   await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
-  log(`earn, distinct customers, 64 connections, ${settings.seconds} s (the customers' history before the soak)`);
-  const full = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
   await server.stop();
-  notes.push(`Before the soak: ${fmt(full.okPerSecond)} earns/s over ${fmt(customers.length)} customers for ${full.seconds} s (their history), on a server then stopped.`);
-  for (const flags of settings.soakNodeFlags) {
-    rows.push(await soak(store, tmp, keys, customers, settings.soakRate || full.okPerSecond / 2, () => '—', flags));
+  // The same history whatever the machine's load: earns seeded by the bulk path (as row 4's).
+  const earns = settings.soakHistory;
+  const t0 = performance.now();
+  await seedHistory(dbName, keys.business_id, customers, earns);
+  await quiesceAfterRestart(store, tmp, dbName);
+  notes.push(
+    `Before the soak: ${fmt(earns)} earns of 1 point on each of the ${fmt(customers.length)} customers, seeded by the bulk path in ${fmt((performance.now() - t0) / 1000, 1)} s ` +
+      '(their history, about what rows 1–3c give them in the whole bench), and projected by a server then stopped.',
+  );
+  const rate = settings.soakRate || 437;
+  for (const flags of settings.soakNodeFlags) rows.push(await soak(store, tmp, keys, customers, rate, () => '—', flags));
+}
+
+/** A server started until the read models have applied everything in the log, then stopped. */
+async function quiesceAfterRestart(store: Store, tmp: string, dbName: string): Promise<void> {
+  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-catch-up.log') });
+  try {
+    if (!(await waitForProjections(dbName, 240))) throw new Error('the read models did not catch up with the seeded history within 240 s');
+  } finally {
+    await server.stop();
   }
 }
 
@@ -561,29 +578,31 @@ async function longHistory(api: Api, fresh: string, long: string, n: number, cau
  * the snapshot store keeps the folded state, as the server does while a stream grows. The server's
  * projections apply the events when it starts, like any commit it has not seen.
  */
-async function seedHistory(dbName: string, businessId: string, customerId: string, n: number): Promise<void> {
+async function seedHistory(dbName: string, businessId: string, customerIds: string | string[], n: number): Promise<void> {
   const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: 2 });
   try {
     const store = new PostgresEventStore(database.db);
-    const stream = streams.customer(customerId);
-    const loaded = await loadAggregate(store, stream, customerDecider);
-    let state = loaded.state;
-    let revision = loaded.revision;
-    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
-    for (let done = 0; done < n; ) {
-      const batch: CustomerEvent[] = [];
-      for (let i = 0; i < Math.min(1000, n - done); i++) {
-        const decided = customerDecider.decide(earnOnePoint(), state);
-        for (const event of decided) state = customerDecider.evolve(state, event);
-        batch.push(...decided);
+    for (const customerId of typeof customerIds === 'string' ? [customerIds] : customerIds) {
+      const stream = streams.customer(customerId);
+      const loaded = await loadAggregate(store, stream, customerDecider);
+      let state = loaded.state;
+      let revision = loaded.revision;
+      const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+      for (let done = 0; done < n; ) {
+        const batch: CustomerEvent[] = [];
+        for (let i = 0; i < Math.min(1000, n - done); i++) {
+          const decided = customerDecider.decide(earnOnePoint(), state);
+          for (const event of decided) state = customerDecider.evolve(state, event);
+          batch.push(...decided);
+        }
+        const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx, newId) }]);
+        revision = result.revisions[stream]!;
+        done += batch.length;
       }
-      const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx, newId) }]);
-      revision = result.revisions[stream]!;
-      done += batch.length;
+      // The server snapshots a stream every SNAPSHOT_EVERY events it folds; the latest one is what a
+      // cold load reads, so write that one.
+      await snapshotStore(database.db).put(stream, revision as number, state);
     }
-    // The server snapshots a stream every SNAPSHOT_EVERY events it folds; the latest one is what a
-    // cold load reads, so write that one.
-    await snapshotStore(database.db).put(stream, revision as number, state);
   } finally {
     await database.close();
   }
