@@ -107,7 +107,7 @@ export function initialCustomerState(): CustomerState {
 
 /**
  * What a state weighs in the state cache (src/commands/state-cache.ts): a customer's lots, what it
- * grows with (about 400 bytes each in memory), plus one; any other aggregate's state, one.
+ * grows with (about 400 bytes each in memory, the lot included), plus one; any other aggregate's state, one.
  */
 export function cachedWeight(state: unknown): number {
   const lots = (state as { lots?: unknown } | null | undefined)?.lots;
