@@ -540,8 +540,9 @@ async function processesOnly(tmp: string): Promise<void> {
 }
 
 /**
- * BENCH_ONLY=soak: row 7 alone. The customers get a history first (one full-rate earn run of
- * BENCH_SECONDS, as row 1 gives them), then the soak runs on a restarted server as in the whole bench.
+ * BENCH_ONLY=soak: row 7 alone. The customers get a history first (BENCH_SOAK_HISTORY earns each,
+ * seeded by the bulk path: about what rows 1–3c give them), then the soak runs on a restarted server
+ * as in the whole bench, once per set of BENCH_SOAK_NODE_FLAGS.
  */
 async function soakOnly(tmp: string): Promise<void> {
   const given = process.env.BENCH_DATABASE;
