@@ -200,4 +200,21 @@ describe.runIf(serverUrl)('a PostgreSQL server that stops answering', () => {
     expect((await patient).rows).toEqual([{ one: 1 }]);
     await thawAndRecover();
   });
+
+  it('keeps a run without a deadline unbounded when another such run ends first, and bounds queries again after the last', async () => {
+    proxy.freeze();
+    const slow = withoutQueryDeadline(async () => {
+      await new Promise((r) => setTimeout(r, TIMEOUT_MS / 2));
+      // Sent after the quick run below has ended: still this run's, so still without a deadline.
+      return sql<{ one: number }>`select 1 as one`.execute(db);
+    });
+    await withoutQueryDeadline(async () => 'quick');
+    await new Promise((r) => setTimeout(r, TIMEOUT_MS * 2));
+    proxy.thaw();
+    expect((await slow).rows).toEqual([{ one: 1 }]);
+    await thawAndRecover();
+    proxy.freeze();
+    expect((await settleTimed(sql`select 1`.execute(db))).error).toBeInstanceOf(DatabaseNotAnswering);
+    await thawAndRecover();
+  });
 });
