@@ -30,8 +30,15 @@ export async function insertRows(
   const names = Object.keys(columns);
   const extra = Object.entries(options.also ?? {});
   const target = sql.raw([...names, ...extra.map(([n]) => n)].join(', '));
-  const values = sql.join([...names.map((n) => sql.ref(`x.${n}`)), ...extra.map(([, v]) => v)]);
-  const arrays = sql.join(names.map((n) => sql`${arrayLiteral(rows, n, columns[n]!)}::${sql.raw(`${columns[n]}[]`)}`));
+  // JSON travels as text[] and is cast element by element: PostgreSQL 15 reads a jsonb[] literal
+  // some 20 times slower (about 180 ms for 10,000 `{}`, against 9 ms as text cast one by one).
+  const values = sql.join([
+    ...names.map((n) => (isJson(columns[n]!) ? sql`${sql.ref(`x.${n}`)}::${sql.raw(columns[n]!)}` : sql.ref(`x.${n}`))),
+    ...extra.map(([, v]) => v),
+  ]);
+  const arrays = sql.join(
+    names.map((n) => sql`${arrayLiteral(rows, n, columns[n]!)}::${sql.raw(isJson(columns[n]!) ? 'text[]' : `${columns[n]}[]`)}`),
+  );
   await sql`insert into ${sql.table(table)} (${target})
     select ${values} from unnest(${arrays}) with ordinality as x(${sql.raw(names.join(', '))}, insert_rows_order)
     order by x.insert_rows_order ${options.onConflict ?? sql``}`.execute(trx);
@@ -39,7 +46,7 @@ export async function insertRows(
 
 /** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL}`. */
 function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, type: string): string {
-  const json = type === 'jsonb' || type === 'json';
+  const json = isJson(type);
   const parts = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const value = rows[i]![column];
@@ -47,6 +54,8 @@ function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, 
   }
   return `{${parts.join(',')}}`;
 }
+
+const isJson = (type: string) => type === 'jsonb' || type === 'json';
 
 function textOf(value: unknown, json: boolean): string {
   if (json) return JSON.stringify(value);
