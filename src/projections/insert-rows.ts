@@ -44,30 +44,35 @@ export async function insertRows(
     order by x.insert_rows_order ${options.onConflict ?? sql``}`.execute(trx);
 }
 
-/** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL}`. */
+/** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL,12}`. */
 function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, type: string): string {
   const json = isJson(type);
   const parts = new Array<string>(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const value = rows[i]![column];
-    parts[i] = value === null || value === undefined ? 'NULL' : quoted(textOf(value, json));
-  }
+  for (let i = 0; i < rows.length; i++) parts[i] = element(rows[i]![column], json);
   return `{${parts.join(',')}}`;
 }
 
 const isJson = (type: string) => type === 'jsonb' || type === 'json';
 
-function textOf(value: unknown, json: boolean): string {
-  if (json) return JSON.stringify(value);
-  if (typeof value === 'string') return value;
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+/** A value as an array element: quoted text, or bare where its text holds nothing an array literal reads specially. */
+function element(value: unknown, json: boolean): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (json) return quoted(JSON.stringify(value));
+  switch (typeof value) {
+    case 'string':
+      return quoted(value);
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+    default:
+      return value instanceof Date ? value.toISOString() : quoted(JSON.stringify(value));
+  }
 }
 
 const NEEDS_ESCAPE = /["\\]/;
 
-/** An array element in double quotes, its `"` and `\` escaped with `\`. */
+/** Text in double quotes, its `"` and `\` escaped with `\`. */
 function quoted(text: string): string {
   return NEEDS_ESCAPE.test(text) ? `"${text.replace(/["\\]/g, '\\$&')}"` : `"${text}"`;
 }
