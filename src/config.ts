@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_PREPARE_THRESHOLD } from './db/prepared-statements.js';
 
 /** Everything the service reads from the environment, in one place (see README "Configuration"). */
 export interface Config {
@@ -14,6 +15,8 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   /** How long a PostgreSQL server may take to answer a query or a connection before the request answers 503. */
   databaseTimeoutMs: number;
+  /** LOYALTY_DB_PREPARE_THRESHOLD: runs of one statement text after which it is sent prepared; 0: never. */
+  databasePrepareThreshold: number;
   /** Connections each process may open to a PostgreSQL server (its pool's size). */
   databasePoolSize: number;
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
@@ -57,6 +60,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // setTimeout holds at most 2^31 - 1 ms; past that Node would wait 1 ms instead.
     readYourWritesTimeoutMs: intSetting(env, 'LOYALTY_RYW_TIMEOUT_MS', 5000, { max: 2_147_483_647 }),
     databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
+    databasePrepareThreshold: intSetting(env, 'LOYALTY_DB_PREPARE_THRESHOLD', DEFAULT_PREPARE_THRESHOLD, { min: 0, max: 1_000_000 }),
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
     claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
     shutdownDelayMs: intSetting(env, 'LOYALTY_SHUTDOWN_DELAY_MS', 0, { max: 60_000 }),
@@ -89,16 +93,19 @@ export class ConfigError extends Error {
 
 /**
  * How many HTTP processes `loyalty serve` runs: `--processes` (`flag`), else LOYALTY_PROCESSES,
- * else one per core (`cores`) on a PostgreSQL server. The embedded store has a single owner
- * (PGlite), so there more than one is refused.
+ * else one per core (`cores`) on a PostgreSQL server elsewhere, and one per core but one when the
+ * server runs on this machine (it needs a core of its own: on 2 cores shared with it, 2 HTTP
+ * processes did about half the earns of 1, docs/performance.md). The embedded store has a single
+ * owner (PGlite), so there more than one is refused.
  *
  * @example
  * servingProcesses(loadConfig({ DATABASE_URL: url }), '4', 2); // 4
+ * servingProcesses(loadConfig({ DATABASE_URL: 'postgres://127.0.0.1/loyalty' }), undefined, 2); // 1
  * servingProcesses(loadConfig({}), '4', 2); // ConfigError: --processes 4 needs a PostgreSQL server…
  */
 export function servingProcesses(config: Config, flag: string | undefined, cores: number): number {
   const requested = flag === undefined ? config.processes : intSetting({ '--processes': flag }, '--processes', 1, { min: 1, max: MAX_PROCESSES });
-  if (config.databaseUrl) return requested ?? cores;
+  if (config.databaseUrl) return requested ?? (databaseIsLocal(config.databaseUrl) ? Math.max(1, cores - 1) : cores);
   if (requested !== undefined && requested > 1) {
     const name = flag === undefined ? 'LOYALTY_PROCESSES' : '--processes';
     throw new ConfigError(
@@ -107,6 +114,18 @@ export function servingProcesses(config: Config, flag: string | undefined, cores
     );
   }
   return 1;
+}
+
+/** Whether the PostgreSQL server of `url` runs on this machine: a loopback host, or a Unix socket (no host, or a path). */
+export function databaseIsLocal(url: string): boolean {
+  let host: string;
+  try {
+    const parsed = new URL(url);
+    host = decodeURIComponent(parsed.hostname || parsed.searchParams.get('host') || '');
+  } catch {
+    return false;
+  }
+  return host === '' || host.startsWith('/') || host === 'localhost' || host === '[::1]' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** An unset or empty variable takes `fallback`; anything but a whole number in [min, max] is refused. */

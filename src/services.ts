@@ -86,7 +86,7 @@ export async function createServices(options: ServicesOptions) {
   const unlock = options.database || config.databaseUrl ? () => {} : lockDataDir(config.dataDir);
   let database: DatabaseHandle;
   try {
-    database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, timeoutMs: config.databaseTimeoutMs, poolSize: config.databasePoolSize, logger }));
+    database = options.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, timeoutMs: config.databaseTimeoutMs, poolSize: config.databasePoolSize, prepareThreshold: config.databasePrepareThreshold, logger }));
     if (!options.database && config.databaseUrl) await assertReachable(database, config.databaseUrl);
     await migrateToLatest(database.db);
   } catch (error) {

@@ -1,12 +1,15 @@
 /**
- * CPU time per answered earn, by process, for one hot customer (or spread customers) on
+ * CPU time per answered request, by process, for one hot customer (or spread customers) on
  * `serve --processes N`: robust on a busy machine where throughput is not. Usage:
- *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1]
+ *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer]
+ * The GET kinds read customers that earned during the warm-up. PROBE_PROF=dir writes each
+ * process's CPU profile there (`node --cpu-prof`).
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { backendPids, cpuMs, descendants } from './cpu-time.js';
 import { Api } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
@@ -14,37 +17,8 @@ import { buildService, initStore, ServerProcess } from './service.js';
 const processes = Number(process.argv[2] ?? 1);
 const requests = Number(process.argv[3] ?? 4000);
 const customerCount = Number(process.argv[4] ?? 1);
-const TICK = 100; // clock ticks per second (getconf CLK_TCK)
-
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICK;
-  } catch {
-    return 0;
-  }
-}
-
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {}
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]!) ?? []));
-  return out;
-}
-
-async function backendPids(db: string): Promise<number[]> {
-  return withClient(async (c) => (await c.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db])).rows.map((r) => r.pid));
-}
-
+const kind = (process.argv[5] ?? 'earn') as 'earn' | 'summary' | 'customer';
+if (!['earn', 'summary', 'customer'].includes(kind)) throw new Error(`unknown kind ${kind}: earn, summary or customer`);
 async function main() {
   await buildService();
   const db = await createDatabase('cpuprobe');
@@ -55,18 +29,23 @@ async function main() {
     const server = await ServerProcess.start({ store, processes, ...(process.env.PROBE_PROF ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] } : {}), logFile: path.join(tmp, `cpuprobe-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(customerCount, 'probe');
-    const paths = customers.map((id) => `/api/v1/customers/${id}/points/transaction`);
-    const run = async (amount: number) => {
+    const earnPaths = customers.map((id) => `/api/v1/customers/${id}/points/transaction`);
+    const readPaths = customers.map((id) => `/api/v1/customers/${id}${kind === 'summary' ? '/summary' : ''}`);
+    const load = (amount: number, read: boolean) => {
       let next = 0;
+      const paths = read ? readPaths : earnPaths;
+      const request = read ? { method: 'GET' as const } : { method: 'POST' as const, body: JSON.stringify({ type: 'earn', amount: 1 }) };
       return autocannon({
         url: server.url,
-        connections: 32,
+        connections: read ? 64 : 32,
         amount,
         headers: { 'x-api-key': keys.private_key, 'content-type': 'application/json' },
-        requests: [{ method: 'POST', body: JSON.stringify({ type: 'earn', amount: 1 }), setupRequest: (r) => ({ ...r, path: paths[next++ % paths.length]! }) }],
+        requests: [{ ...request, setupRequest: (r) => ({ ...r, path: paths[next++ % paths.length]! }) }],
       });
     };
-    await run(500); // warm-up
+    const run = (amount: number) => load(amount, kind !== 'earn');
+    await load(Math.max(500, customerCount * 2), false); // warm-up: every customer earns
+    if (kind !== 'earn') await run(500);
     await new Promise((r) => setTimeout(r, 1000));
     const pids = descendants(server.pid);
     const backends = await backendPids(db);
@@ -90,12 +69,12 @@ async function main() {
       if (pids.includes(pid)) {
         nodeTotal += used;
         const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 60);
-        lines.push(`  node ${pid} ${cmd}: ${per(used)} µs/earn`);
+        lines.push(`  node ${pid} ${cmd}: ${per(used)} µs/${kind}`);
       } else pgTotal += used;
     }
-    console.log(`processes=${processes} customers=${customerCount}: ${ok} 2xx, ${result.non2xx} non-2xx in ${wall.toFixed(1)} s (${(ok / wall).toFixed(0)}/s, p50 ${result.latency.p50} ms); load ${os.loadavg()[0]!.toFixed(1)}`);
+    console.log(`${kind}: processes=${processes} customers=${customerCount}: ${ok} 2xx, ${result.non2xx} non-2xx in ${wall.toFixed(1)} s (${(ok / wall).toFixed(0)}/s, p50 ${result.latency.p50} ms); load ${os.loadavg()[0]!.toFixed(1)}`);
     console.log(lines.join('\n'));
-    console.log(`  node total ${per(nodeTotal)} µs/earn, postgres backends ${per(pgTotal)} µs/earn, sum ${per(nodeTotal + pgTotal)} µs/earn; ${(transactions / ok).toFixed(2)} transactions per earn`);
+    console.log(`  node total ${per(nodeTotal)} µs/${kind}, postgres backends ${per(pgTotal)} µs/${kind}, sum ${per(nodeTotal + pgTotal)} µs/${kind}; ${(transactions / ok).toFixed(2)} transactions per ${kind}`);
     await server.stop();
   } finally {
     await dropDatabase(db);

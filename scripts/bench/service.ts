@@ -77,7 +77,7 @@ export interface ServerOptions {
   /**
    * HTTP processes (`serve --processes`); default 1, the rows measured so far (on PostgreSQL `serve`
    * would otherwise fork one per core, and `pid`, `rssMb` and `--cpu-prof` would see the primary only).
-   * `default`: no flag, as `npm start` runs it (one per core on a PostgreSQL server).
+   * `default`: no flag, as `npm start` runs it (`servingProcesses` in src/config.ts decides).
    */
   processes?: number | 'default';
   /** Where the server's stdout and stderr go. */

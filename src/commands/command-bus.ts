@@ -5,6 +5,7 @@ import type { AnsweredEvent, CommandContext } from '../events/metadata.js';
 import type { DomainEvent } from '../events/catalogue.js';
 import { type DecidedWrite, decidedWrite, decodedFor, type Folding, type Load, loadAggregate, withMetadata } from './aggregate.js';
 import type { ConflictRetries } from './conflict-retries.js';
+import { answerOfEarlierAttempt } from './earlier-attempt.js';
 import type { KeyedLock } from './keyed-lock.js';
 import { retryOnConflict } from './retry-on-conflict.js';
 import type { StateCache } from './state-cache.js';
@@ -104,6 +105,13 @@ interface Queued {
 export function commandBus(parts: BusParts): CommandBus {
   async function handle(ctx: CommandContext, change: Change, decide: Decision): Promise<AnsweredEvent | Written | null> {
     const { answer } = change;
+    // A retry whose earlier attempt may have appended, where its answer was not stored with the append.
+    const earlier = answer && ctx.earlierAttempt && (await answerOfEarlierAttempt(parts.store, ctx, change.lock, answer));
+    if (earlier) {
+      await parts.settle(earlier.position);
+      ctx.earlierAttempt?.rebuilt();
+      return earlier.answer;
+    }
     // The events get their metadata here, for every attempt alike: who, when, which request, an id.
     const stamped = async (load: Load): Promise<AppendedWrite[]> =>
       (await decide(load)).map((w) => ({ ...w, events: withMetadata(w.events, ctx, parts.ids) }));

@@ -33,6 +33,8 @@ export interface OpenDatabaseOptions {
   timeoutMs?: number;
   /** Says when the server stops and starts answering again. */
   logger?: Logger | undefined;
+  /** On a PostgreSQL server: runs of one statement text after which it is sent as a prepared statement (`LOYALTY_DB_PREPARE_THRESHOLD`); 0: never. */
+  prepareThreshold?: number | undefined;
 }
 
 /**
@@ -63,7 +65,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // between two queries of a transaction emits on itself, which needs its own listener.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger }) }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger, prepareThreshold: options.prepareThreshold }) }) });
     return { db, kind: 'postgres', url: options.databaseUrl, close: () => db.destroy() };
   }
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { PreparedStatements } from './prepared-statements.js';
 
 /**
  * The PostgreSQL server did not answer in time: a query got no answer within the deadline, or
@@ -27,6 +28,8 @@ export function withoutQueryDeadline<T>(work: () => Promise<T>): Promise<T> {
 export interface QueryDeadlineOptions {
   /** How long one query may wait for its answer. */
   timeoutMs: number;
+  /** Runs of one statement text after which it is sent prepared (see `PreparedStatements`); 0: never. */
+  prepareThreshold?: number | undefined;
   /** Pause between two checks of a server that is not answering. */
   probeIntervalMs?: number;
   logger?: Logger | undefined;
@@ -67,12 +70,13 @@ function isSilence(error: unknown): boolean {
  */
 export function withQueryDeadline(pool: pg.Pool, options: QueryDeadlineOptions): PostgresPool {
   const answering = new AnsweringCheck(pool, options);
+  const prepared = new PreparedStatements(options.prepareThreshold);
   return {
     async connect() {
       const bounded = !unbounded.getStore();
       if (bounded) answering.assert();
       try {
-        return boundedClient(await pool.connect(), options.timeoutMs, (error) => answering.lost(error));
+        return boundedClient(await pool.connect(), options.timeoutMs, prepared, (error) => answering.lost(error));
       } catch (error) {
         if (CONNECT_TIMEOUT.test((error as Error).message ?? '')) answering.lost(error as Error);
         throw error;
@@ -86,11 +90,12 @@ export function withQueryDeadline(pool: pg.Pool, options: QueryDeadlineOptions):
 }
 
 /** A checked-out client whose queries have a deadline (unless run `withoutQueryDeadline`). */
-function boundedClient(client: pg.PoolClient, timeoutMs: number, onTimeout: (error: DatabaseNotAnswering) => void): PostgresPoolClient {
+function boundedClient(client: pg.PoolClient, timeoutMs: number, prepared: PreparedStatements, onTimeout: (error: DatabaseNotAnswering) => void): PostgresPoolClient {
   let abandoned: DatabaseNotAnswering | undefined;
   const bounded = (text: string, parameters: ReadonlyArray<unknown>): Promise<pg.QueryResult> => {
     if (abandoned) return Promise.reject(new DatabaseNotAnswering(`${abandoned.message}; its connection was abandoned`));
-    const answer = client.query(text, parameters as unknown[]);
+    const name = prepared.nameOf(text);
+    const answer = name ? client.query({ name, text, values: parameters as unknown[] }) : client.query(text, parameters as unknown[]);
     if (unbounded.getStore()) return answer;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -174,7 +179,7 @@ class AnsweringCheck {
     this.timer = null;
     let answered = false;
     try {
-      const client = boundedClient(await this.probes.connect(), this.options.timeoutMs, () => {});
+      const client = boundedClient(await this.probes.connect(), this.options.timeoutMs, new PreparedStatements(0), () => {});
       try {
         await client.query('select 1', []);
         answered = true;

@@ -37,4 +37,17 @@ export interface CommandContext {
    * theirs is stored after it.
    */
   receipt?: ((event: AnsweredEvent) => AppendReceipt) | undefined;
+  /**
+   * This request took its Idempotency-Key over from an earlier attempt that never stored an
+   * answer, made at `claimedAt` (see `src/commands/earlier-attempt.ts`). Where answers are not
+   * stored in the append's transaction, that attempt's events may be in the log: the answer is
+   * then built from them (`rebuilt` is told) instead of deciding again. Set only with `receipt`.
+   */
+  earlierAttempt?: EarlierAttempt | undefined;
+}
+
+export interface EarlierAttempt {
+  claimedAt: Date;
+  /** Called when the answer was built from the earlier attempt's events: nothing was decided or appended again. */
+  rebuilt(): void;
 }

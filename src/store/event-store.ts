@@ -8,6 +8,14 @@ import type { EventMetadata } from '../events/metadata.js';
  */
 export interface EventStore {
   /**
+   * Whether the adapter stores a request's answer in the append's own transaction
+   * (`AppendOptions.receipt`): true on PostgreSQL, false on KurrentDB (no transaction spans the log
+   * and PostgreSQL). Without it, the answer is stored after the append, and a retry that takes over
+   * an Idempotency-Key whose answer never got stored looks for the earlier attempt's events in the
+   * log first (their metadata carries the key; `src/commands/earlier-attempt.ts`).
+   */
+  readonly transactionalReceipts: boolean;
+  /**
    * Appends to several streams atomically: all writes succeed or none does.
    *
    * A write without events and with a numeric or `no_stream` `expected` is a **condition**: the
@@ -81,7 +89,7 @@ export interface AppendOptions {
    * commit (CONTRACT.md §5). The PostgreSQL adapter marks the request's idempotency record done
    * with it, and fails the append with `AnswerAlreadyStored`, writing nothing, when that attempt no
    * longer holds the record (another attempt of the request took it over, or committed first). Adapters without such a
-   * transaction ignore it: the events carry the key in their metadata instead.
+   * transaction (`transactionalReceipts` false) ignore it: the events carry the key in their metadata instead.
    */
   receipt?: () => AppendReceipt | undefined;
 }
@@ -106,9 +114,12 @@ export class AnswerAlreadyStored extends Error {
 }
 
 /**
- * The database connection broke while the append's COMMIT was under way: it may or may not have
- * committed, so it is neither retried nor reported as refused (answered 503). A retry of the
- * request with its Idempotency-Key learns the outcome (`AppendOptions.receipt`).
+ * The append was sent and no answer came back: on PostgreSQL the connection broke while its
+ * COMMIT was under way; on KurrentDB the call failed in a way that does not say whether the server
+ * wrote (a timeout, a lost connection). It may or may not have been applied, so it is neither
+ * retried nor reported as refused (answered 503). A retry of the request with its
+ * Idempotency-Key learns the outcome: from the answer stored with the append
+ * (`AppendOptions.receipt`), or, where there is none, from the log (`src/commands/earlier-attempt.ts`).
  */
 export class CommitOutcomeUnknown extends Error {
   override name = 'CommitOutcomeUnknown';

@@ -5,8 +5,11 @@ import {
   type AppendStreamRequest,
   type AppendStreamState,
   BACKWARDS,
+  CancelledError,
+  DeadlineExceededError,
   END,
   FORWARDS,
+  isCommandError,
   type JSONEventData,
   KurrentDBClient,
   type Position,
@@ -14,6 +17,9 @@ import {
   START as KURRENT_START,
   StreamNotFoundError,
   streamNameFilter,
+  TimeoutError,
+  UnavailableError,
+  UnknownError,
   WrongExpectedVersionError,
 } from '@kurrent/kurrentdb-client';
 import { v5 as uuidv5 } from 'uuid';
@@ -25,6 +31,7 @@ import {
   type AppendWrite,
   awaitDependencies,
   type Checkpoint,
+  CommitOutcomeUnknown,
   type EventStore,
   type ListedStream,
   type NewEvent,
@@ -67,6 +74,11 @@ export interface KurrentDbEventStoreOptions {
  *   position, which the projection runner keeps in its PostgreSQL row with the read-model writes.
  */
 export class KurrentDbEventStore implements EventStore {
+  /**
+   * No transaction spans the log and PostgreSQL: answers are stored after the append
+   * (`AppendOptions.receipt` is ignored), and a retry rebuilds a lost one from the log.
+   */
+  readonly transactionalReceipts = false;
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly prefixes: string[];
 
@@ -103,6 +115,7 @@ export class KurrentDbEventStore implements EventStore {
         this.emitter.emit('appended');
         return result;
       } catch (error) {
+        if (outcomeUnknown(error)) throw new CommitOutcomeUnknown(error);
         if (!(error instanceof WrongExpectedVersionError)) throw error;
         const write = nonEmpty.find((w) => w.stream === error.streamName);
         const mapped = new WrongExpectedVersion(error.streamName, write?.expected ?? 'any', toActual(error.actualState));
@@ -316,6 +329,16 @@ export class KurrentDbEventStore implements EventStore {
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
   }
+}
+
+/**
+ * Whether an append that failed so may still have been written: the call timed out, was cut off
+ * or failed without the server saying why. A refusal the server explains (a wrong expected
+ * revision, a deleted stream, access denied, not the leader, too large) wrote nothing.
+ */
+function outcomeUnknown(error: unknown): boolean {
+  if (!(error instanceof Error) || !isCommandError(error)) return true;
+  return [TimeoutError, DeadlineExceededError, UnavailableError, CancelledError, UnknownError].some((type) => error instanceof type);
 }
 
 /** UUIDv5 of (stream, type, reference) when the data carries a reference, so a retried append repeats its ids. */

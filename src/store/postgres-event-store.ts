@@ -54,6 +54,12 @@ export class PostgresEventStore implements EventStore {
   private readonly groupCommit: GroupCommit;
   private readonly redecides: boolean;
   private readonly signals: boolean;
+  /**
+   * Answers are stored in the append's transaction (`EventStore.transactionalReceipts`). Set to
+   * false, the adapter ignores `AppendOptions.receipt`, so the service stores each answer after
+   * its append, as on KurrentDB: the suite runs that path on a real PostgreSQL log this way.
+   */
+  transactionalReceipts = true;
 
   /**
    * `redecide`: honour `AppendOptions.redecide` (decide appends again inside their batch). Only on a
@@ -73,7 +79,7 @@ export class PostgresEventStore implements EventStore {
   append(writes: AppendWrite[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.groupCommit.add(
       [...writes].sort((a, b) => (a.stream < b.stream ? -1 : a.stream > b.stream ? 1 : 0)),
-      { after: options.after, redecide: this.redecides ? options.redecide : undefined, receipt: options.receipt },
+      { after: options.after, redecide: this.redecides ? options.redecide : undefined, receipt: this.transactionalReceipts ? options.receipt : undefined },
     );
   }
 

@@ -43,6 +43,7 @@ describe('settings read at start', () => {
     ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_BURST', 'many'],
     ['LOYALTY_PROCESSES', '0'],
+    ['LOYALTY_DB_PREPARE_THRESHOLD', '-1'],
     ['LOYALTY_PROCESSES', '2.5'],
     ['LOG_LEVEL', 'loud'],
     ['DATABASE_URL', 'localhost:5432'],
@@ -88,6 +89,19 @@ describe('settings read at start', () => {
     expect(() => servingProcesses(server, '0', 8)).toThrow(ConfigError);
     expect(() => servingProcesses(loadConfig({}), '2', 8)).toThrow(/--processes 2 needs a PostgreSQL server/);
     expect(() => servingProcesses(loadConfig({ LOYALTY_PROCESSES: '2' }), undefined, 8)).toThrow(/LOYALTY_PROCESSES 2 needs a PostgreSQL server/);
+  });
+
+  it('leaves a core to a PostgreSQL server on the same machine, unless told otherwise', () => {
+    for (const url of ['postgres://postgres@127.0.0.1:5432/loyalty', 'postgres://localhost/loyalty', 'postgres://u@[::1]:5432/x', 'postgres:///loyalty?host=/var/run/postgresql', 'postgres:///loyalty']) {
+      const local = loadConfig({ DATABASE_URL: url });
+      expect(servingProcesses(local, undefined, 8), url).toBe(7);
+      expect(servingProcesses(local, undefined, 2), url).toBe(1);
+      expect(servingProcesses(local, undefined, 1), url).toBe(1);
+      expect(servingProcesses(local, '2', 2), url).toBe(2);
+      expect(servingProcesses({ ...local, processes: 2 }, undefined, 2), url).toBe(2);
+    }
+    expect(servingProcesses(loadConfig({ DATABASE_URL: 'postgres://u@db.internal:5432/loyalty' }), undefined, 2)).toBe(2);
+    expect(servingProcesses(loadConfig({ DATABASE_URL: 'postgres://u@10.0.0.5/loyalty' }), undefined, 8)).toBe(8);
   });
 });
 

@@ -4,6 +4,9 @@ import type { EventStore, ReadStreamOptions } from '../../src/store/event-store.
 export function observed(store: EventStore) {
   const reads: Array<{ stream: string; from: number | undefined }> = [];
   const wrapped: EventStore = {
+    get transactionalReceipts() {
+      return store.transactionalReceipts;
+    },
     append: (w, options) => store.append(w, options),
     readAll: (a, m) => store.readAll(a, m),
     headPosition: () => store.headPosition(),

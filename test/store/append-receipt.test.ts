@@ -50,6 +50,33 @@ describe(`postgres event store: the request's answer stored with the append (${S
     });
   });
 
+  it('with transactional receipts off (as on KurrentDB), appends without storing the answer: the record stays running', async () => {
+    const after = new PostgresEventStore(handle.db);
+    after.transactionalReceipts = false;
+    await claim('k-after');
+    const s = stream();
+    let asked = 0;
+    await after.append([{ stream: s, expected: 'no_stream', events: [event()] }], {
+      receipt: () => {
+        asked++;
+        return receipt('k-after', '{"id":"tx_2"}');
+      },
+    });
+    expect(asked).toBe(0);
+    expect(await after.readStream(s)).toHaveLength(1);
+    expect(await keys().claim(businessId, 'k-after', 'fp')).toEqual({ outcome: 'in_progress' });
+  });
+
+  it('tells an attempt that takes over a record never answered when the earlier attempt claimed it', async () => {
+    const claimedAt = new Date('2026-11-25T06:00:00.000Z');
+    const first = await keys().claim(businessId, 'k-taken', 'fp', claimedAt);
+    expect(first).toEqual({ outcome: 'proceed', token: expect.any(String) });
+    // Its process is alive (no holder given: never known dead), so the key is taken over only after the lease.
+    expect(await keys().claim(businessId, 'k-taken', 'fp', new Date(claimedAt.getTime() + 59_000))).toEqual({ outcome: 'in_progress' });
+    const later = await keys().claim(businessId, 'k-taken', 'fp', new Date(claimedAt.getTime() + 61_000));
+    expect(later).toEqual({ outcome: 'proceed', token: expect.any(String), takenOver: { claimedAt } });
+  });
+
   it('stores nothing when the append fails', async () => {
     await claim('k-failed');
     const s = stream();

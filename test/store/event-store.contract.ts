@@ -15,6 +15,7 @@ import {
   type StoredEvent,
   WrongExpectedVersion,
 } from '../../src/store/event-store.js';
+import { appendedByAttempt } from '../../src/commands/earlier-attempt.js';
 import { meta } from './store-test-helpers.js';
 
 /** What an adapter's test file hands the contract: a store on a fresh, empty backend. */
@@ -301,6 +302,55 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
       it('returns nothing for a stream that does not exist', async () => {
         expect(await store.readStream(stream('never'))).toEqual([]);
         expect(await store.readStream(stream('never'), { backwards: true })).toEqual([]);
+      });
+    });
+
+    describe('answers: stored with the append, or found in the log afterwards', () => {
+      it('asks for an append\'s receipt inside the append exactly when it stores answers in the append\'s transaction', async () => {
+        const s = stream('receipt');
+        let asked = 0;
+        const receipt = () => {
+          asked++;
+          return undefined;
+        };
+        await store.append([{ stream: s, expected: 'no_stream', events: [event(0)] }], { receipt });
+        expect(asked > 0).toBe(store.transactionalReceipts);
+        expect(await positions(s, {})).toEqual([0]);
+      });
+
+      it('finds the events an attempt appended under its business\'s Idempotency-Key, reading its streams back from the end, pages deep', async () => {
+        const claimedAt = new Date(Date.now() - 1_000);
+        const keyed = (n: number, businessId: string, key: string | null, at: Date): NewEvent => ({
+          ...event(n),
+          metadata: { ...meta(businessId), idempotency_key: key, recorded_at: at.toISOString() },
+        });
+        const a = stream('attempt-a');
+        const b = stream('attempt-b');
+        const untouched = stream('attempt-c');
+        // An earlier use of the key, a day before the claim (a record is reused once 24 hours old).
+        await store.append([{ stream: a, expected: 'no_stream', events: [keyed(0, 'biz_contract', 'order-7', new Date(claimedAt.getTime() - 86_400_000))] }]);
+        // The same key of another business, then the attempt's own append to two streams at once.
+        await store.append([{ stream: a, expected: 0, events: [keyed(1, 'biz_other', 'order-7', claimedAt)] }]);
+        const attempt = await store.append([
+          { stream: a, expected: 1, events: [keyed(2, 'biz_contract', 'order-7', claimedAt), keyed(3, 'biz_contract', 'order-7', claimedAt)] },
+          { stream: b, expected: 'no_stream', events: [keyed(4, 'biz_contract', 'order-7', claimedAt)] },
+        ]);
+        // Then more than a page of other writes to the stream.
+        for (let i = 0; i < 3; i++) {
+          await store.append([{ stream: a, expected: 'any', events: Array.from({ length: 50 }, (_, k) => keyed(10 + 50 * i + k, 'biz_contract', `other-${k}`, new Date())) }]);
+        }
+
+        const found = await appendedByAttempt(store, [a, b, untouched], { businessId: 'biz_contract', idempotencyKey: 'order-7', claimedAt });
+        expect(found?.writes.map((w) => ({ stream: w.stream, n: w.events.map((e) => (e.data as { n: number }).n) }))).toEqual([
+          { stream: a, n: [2, 3] },
+          { stream: b, n: [4] },
+        ]);
+        expect(found!.writes[0]!.events[0]!.metadata.idempotency_key).toBe('order-7');
+        expect(compareCheckpoints(found!.position, attempt.position)).toBe(0); // where its last event sits
+
+        expect(await appendedByAttempt(store, [a, b], { businessId: 'biz_contract', idempotencyKey: 'order-8', claimedAt })).toBeNull();
+        expect(await appendedByAttempt(store, [a, b], { businessId: 'biz_elsewhere', idempotencyKey: 'order-7', claimedAt })).toBeNull();
+        expect(await appendedByAttempt(store, [untouched], { businessId: 'biz_contract', idempotencyKey: 'order-7', claimedAt })).toBeNull();
       });
     });
 

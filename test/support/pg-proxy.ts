@@ -15,7 +15,7 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
  * const lost = proxy.loseNextCommitAnswer(/insert into events/i);
  */
 export class PgProxy {
-  private trap: { after: RegExp; mode: 'lose-answer' | 'hold'; done: () => void } | undefined;
+  private trap: { after: RegExp; mode: 'lose-answer' | 'hold' | 'hold-statement'; done: () => void } | undefined;
   private readonly sockets = new Set<Socket>();
   private partitioned = false;
 
@@ -62,6 +62,17 @@ export class PgProxy {
   }
 
   /**
+   * Keeps the next statement matching `pattern`, and everything after it on its connection, from
+   * the server: the client waits for its answer until it gives up (or dies). Resolves once the
+   * client has sent it. For a statement outside a transaction (a record written after a commit).
+   */
+  holdNextStatement(pattern: RegExp): Promise<void> {
+    return new Promise((resolve) => {
+      this.trap = { after: pattern, mode: 'hold-statement', done: resolve };
+    });
+  }
+
+  /**
    * Cuts the client off from the server without closing anything, as a network partition does:
    * nothing passes either way, new connections get no answer, and the server keeps every session
    * (and its transaction and locks) open until the client closes its end.
@@ -90,6 +101,7 @@ export class PgProxy {
     let matched = false;
     let losing: (() => void) | undefined;
     let holding = false;
+    const statements = new Map<string, string>();
     client.on('data', (chunk: Buffer) => {
       if (this.partitioned) return;
       pending = Buffer.concat([pending, chunk]);
@@ -105,7 +117,22 @@ export class PgProxy {
           if (message.length === 8 && message.readInt32BE(4) === 80877103) untyped += 1; // SSLRequest
         } else {
           const kind = String.fromCharCode(message[0]!);
-          const text = kind === 'Q' || kind === 'P' ? message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8') : '';
+          let text = kind === 'Q' || kind === 'P' ? message.subarray(kind === 'Q' ? 5 : message.indexOf(0, 5) + 1).toString('utf8') : '';
+          // A named (prepared) statement's text is sent once per connection (Parse); later runs only
+          // Bind it by name, so the trap matches a Bind by the text its statement was parsed from.
+          if (kind === 'P') {
+            const name = message.subarray(5, message.indexOf(0, 5)).toString('utf8');
+            if (name) statements.set(name, text);
+          } else if (kind === 'B') {
+            const portalEnd = message.indexOf(0, 5);
+            text = statements.get(message.subarray(portalEnd + 1, message.indexOf(0, portalEnd + 1)).toString('utf8')) ?? '';
+          }
+          if (this.trap?.mode === 'hold-statement' && this.trap.after.test(text)) {
+            const { done } = this.trap;
+            this.trap = undefined;
+            holding = true;
+            done();
+          }
           if (this.trap && this.trap.after.test(text)) matched = true;
           if (/^\s*commit\b/i.test(text) && matched && this.trap) {
             const { mode, done } = this.trap;

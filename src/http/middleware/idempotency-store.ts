@@ -20,8 +20,13 @@ export interface StoredResponse {
 }
 
 export type Claim =
-  /** The key is this attempt's; `token` names the attempt (release, complete, a receipt). */
-  | { outcome: 'proceed'; token: string }
+  /**
+   * The key is this attempt's; `token` names the attempt (release, complete, a receipt).
+   * `takenOver`: the key was taken over from an earlier attempt that never stored an answer (its
+   * process died, or its lease ran out), which claimed it at `claimedAt`: that attempt may have
+   * written before it stopped.
+   */
+  | { outcome: 'proceed'; token: string; takenOver?: { claimedAt: Date } }
   | { outcome: 'replay'; response: StoredResponse }
   | { outcome: 'in_progress' }
   | { outcome: 'mismatch' };
@@ -88,7 +93,7 @@ export function idempotencyStore(db: Kysely<Database>, options: ClaimOptions = {
         .$if(!leaseOver, (q) => q.where(holderGone(sql.ref('k.holder'))))
         .returning('key')
         .executeTakeFirst();
-      return taken ? { outcome: 'proceed', token } : { outcome: 'in_progress' };
+      return taken ? { outcome: 'proceed', token, takenOver: { claimedAt: row.created_at } } : { outcome: 'in_progress' };
     },
 
     /** Stores the final answer of the attempt holding `token` (none if another attempt took the key over). */
@@ -101,6 +106,21 @@ export function idempotencyStore(db: Kysely<Database>, options: ClaimOptions = {
           response_headers: JSON.stringify(response.headers),
           response_body: response.body,
         })
+        .where('business_id', '=', businessId)
+        .where('key', '=', key)
+        .where('state', '=', 'running')
+        .where('claim_token', '=', token)
+        .execute();
+    },
+
+    /**
+     * Ends the lease of the attempt holding `token` without freeing the key: the next attempt takes
+     * it over at once, told that this one may have written (`Claim.takenOver`).
+     */
+    async endLease(businessId: string, key: string, token: string, now = new Date()): Promise<void> {
+      await db
+        .updateTable('idempotency_keys')
+        .set({ locked_until: now })
         .where('business_id', '=', businessId)
         .where('key', '=', key)
         .where('state', '=', 'running')

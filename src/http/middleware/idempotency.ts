@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError, errors } from '../../errors.js';
-import { AnswerAlreadyStored, type AppendReceipt } from '../../store/event-store.js';
+import { AnswerAlreadyStored, type AppendReceipt, CommitOutcomeUnknown } from '../../store/event-store.js';
 import { canonicalJson } from '../../json-equality.js';
 import type { AppEnv } from '../env.js';
+import type { EarlierAttempt } from '../../events/metadata.js';
 import type { StoredResponse } from './idempotency-store.js';
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -21,6 +22,8 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 export interface IdempotentRequest {
   /** The answer `status`/`value` (sent with `c.json`) as the record keeps it, to store in the append's transaction. */
   receipt(status: number, value: unknown): AppendReceipt;
+  /** Set when the key was taken over from an attempt that never stored an answer (`CommandContext.earlierAttempt`). */
+  earlierAttempt?: EarlierAttempt;
 }
 
 /**
@@ -52,14 +55,17 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     case 'proceed':
       break;
   }
-  const { token } = claim;
+  const { token, takenOver } = claim;
 
   let stored: AppendReceipt | undefined;
+  // The answer was built from the events of the attempt whose key this one took over: a replay.
+  let rebuilt = false;
   c.set('idempotency', {
     receipt(status, value) {
       stored = { businessId, key, token, status, headers: JSON_HEADERS, body: withoutSecrets(JSON.stringify(value)) };
       return stored;
     },
+    ...(takenOver && { earlierAttempt: { claimedAt: takenOver.claimedAt, rebuilt: () => void (rebuilt = true) } }),
   });
   try {
     await next();
@@ -70,7 +76,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   if (c.error instanceof AnswerAlreadyStored) {
     // Another attempt of this request committed first: answer what it answered.
     const claim = await store.claim(businessId, key, requestFingerprint(c), c.var.clock.now());
-    if (claim.outcome === 'replay') return replay(c, claim.response);
+    if (claim.outcome === 'replay') return answerInstead(c, replay(c, claim.response));
   }
   const response = c.res;
   const body = await response.clone().text();
@@ -79,7 +85,11 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     return;
   }
   if (!isFinal(response.status, body)) {
-    await store.release(businessId, key, token).catch(() => {});
+    if (c.error instanceof CommitOutcomeUnknown && !stored) {
+      // The write may have been applied, and its answer was not stored with it: a retry takes
+      // the key over at once and first looks for this attempt's events in the log.
+      await store.endLease(businessId, key, token, c.var.clock.now()).catch(() => {});
+    } else await store.release(businessId, key, token).catch(() => {});
     return;
   }
   const headers: Record<string, string> = {};
@@ -89,10 +99,21 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   // The request's work is done (a write is committed): its answer goes out even if the record
   // cannot be stored (the database went away); the key then stays held until its lease expires.
-  await store.complete(businessId, key, token, { status: response.status, headers, body: withoutSecrets(body) }).catch((error) => {
+  const answer = { status: response.status, headers, body: withoutSecrets(body) };
+  await store.complete(businessId, key, token, answer).catch((error) => {
     c.var.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
+  if (rebuilt) answerInstead(c, replay(c, answer));
 });
+
+/**
+ * Replaces the answer already made further in (hono keeps that one when a middleware returns
+ * another after `next`), dropping its headers rather than merging them in.
+ */
+function answerInstead(c: Context<AppEnv>, response: Response): void {
+  c.res = undefined;
+  c.res = response;
+}
 
 /** The stored answer, marked as a replay. */
 function replay(c: Context<AppEnv>, response: StoredResponse): Response {

@@ -11,6 +11,7 @@ export function commandContext(c: Context<AppEnv>, answer?: { status: number; pr
   const idempotent = c.var.idempotency;
   return {
     receipt: answer && idempotent && ((event) => idempotent.receipt(answer.status, answer.present(event))),
+    earlierAttempt: answer && idempotent?.earlierAttempt,
     businessId: c.var.principal.businessId,
     actor: c.var.principal.keyId,
     requestId: c.get('requestId'),

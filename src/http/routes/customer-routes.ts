@@ -130,16 +130,12 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { customer_id } = c.req.valid('param');
-      const customer = await c.var.queries.customers.summary(c.var.principal.businessId, customer_id);
+      const customer = await c.var.queries.customers.summary(c.var.principal.businessId, customer_id, c.var.clock.now());
       if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
       const next = customer.next_tier;
       // Rolling qualification: the next tier is reached by the points credited within the window.
-      const { tier_qualification: qualification } = (await c.var.commands.program.settings(customer.business_id)).settings;
-      const qualifying =
-        qualification.mode === 'rolling' && qualification.window_days !== null
-          ? await c.var.queries.customers.qualifyingPoints(customer.id, c.var.clock.now(), qualification.window_days)
-          : customer.lifetime_earned;
+      const qualifying = customer.qualifying_points ?? customer.lifetime_earned;
       return c.json(
         {
           customer: { id: customer.id, email: customer.email, first_name: customer.first_name, last_name: customer.last_name },

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
 import { precompiled } from '../precompiled-query.js';
@@ -11,9 +11,21 @@ export interface CustomerSummaryRow extends CustomerRow {
   recent_activity: Array<Pick<LedgerEntryRow, 'type' | 'amount' | 'description' | 'created_at'>>;
   /** The lowest tier above the one held (any tier when none is held); null at the top. */
   next_tier: Pick<TierRow, 'id' | 'name' | 'points_threshold'> | null;
+  /**
+   * Under rolling tier qualification (the business's `due_policies` row), the points credited
+   * within the window ending at the summary's instant, as `qualifyingPoints` counts them; null
+   * under lifetime qualification, where `lifetime_earned` counts.
+   */
+  qualifying_points: number | null;
 }
 
-type SummaryQueryRow = CustomerRow & { recent_activity: unknown; next_tier: unknown };
+type SummaryQueryRow = CustomerRow & { recent_activity: unknown; next_tier: unknown; qualifying_points: string | number | null };
+
+/** Points credited within a rolling window ending at `at`: lots net of reversals, less negative adjusts (as the decider's `qualifyingPoints`). */
+const qualifyingSince = (customerId: RawBuilder<unknown>, from: RawBuilder<unknown>, at: RawBuilder<unknown>) => sql`
+    coalesce((select sum(amount - reversed) from lots where customer_id = ${customerId} and created_at > ${from} and created_at <= ${at}), 0)
+  + coalesce((select sum(amount) from ledger_entries
+               where customer_id = ${customerId} and type = 'adjust' and amount < 0 and created_at > ${from} and created_at <= ${at}), 0)`;
 
 /** json(b) values arrive parsed from node-postgres, as text from some drivers. */
 const parsed = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
@@ -52,21 +64,27 @@ export function customerQueries(db: Kysely<Database>) {
             and (c.tier ->> 'points_threshold' is null or t.points_threshold > (c.tier ->> 'points_threshold')::numeric)
           order by t.points_threshold limit 1
         )`.as('next_tier'),
+        sql<unknown>`(
+          select ${qualifyingSince(sql`c.id`, sql`${param('at')}::timestamptz - make_interval(secs => p.window_days * 86400)`, sql`${param('at')}::timestamptz`)}
+          from due_policies p
+          where p.business_id = c.business_id and p.tier_mode = 'rolling' and p.window_days is not null
+        )`.as('qualifying_points'),
       ])
       .where('c.business_id', '=', param('businessId'))
       .where('c.id', '=', param('customerId')),
   );
 
   return {
-    /** The customer with its summary's recent activity and next tier, in one statement. */
-    async summary(businessId: string, customerId: string): Promise<CustomerSummaryRow | undefined> {
-      const [row] = (await summary({ businessId, customerId })) as SummaryQueryRow[];
+    /** The customer with its summary's recent activity, next tier and qualifying points at `at`, in one statement. */
+    async summary(businessId: string, customerId: string, at: Date): Promise<CustomerSummaryRow | undefined> {
+      const [row] = (await summary({ businessId, customerId, at })) as SummaryQueryRow[];
       if (!row) return undefined;
       const activity = parsed<Array<CustomerSummaryRow['recent_activity'][number] & { created_at: string }>>(row.recent_activity);
       return {
         ...row,
         recent_activity: activity.map((a) => ({ ...a, created_at: new Date(a.created_at) })),
         next_tier: parsed<CustomerSummaryRow['next_tier']>(row.next_tier),
+        qualifying_points: row.qualifying_points === null ? null : Number(row.qualifying_points),
       };
     },
 
@@ -102,14 +120,6 @@ export function customerQueries(db: Kysely<Database>) {
      * Rolling tier qualification (CONTRACT.md §13): the points credited in the window of `windowDays`
      * that ends at `at` — each credit's lot net of its reversals, and negative adjusts.
      */
-    async qualifyingPoints(customerId: string, at: Date, windowDays: number): Promise<number> {
-      const from = new Date(at.getTime() - windowDays * 86_400_000);
-      const { rows } = await sql<{ points: string | number }>`select
-          coalesce((select sum(amount - reversed) from lots where customer_id = ${customerId} and created_at > ${from} and created_at <= ${at}), 0)
-        + coalesce((select sum(amount) from ledger_entries
-                     where customer_id = ${customerId} and type = 'adjust' and amount < 0 and created_at > ${from} and created_at <= ${at}), 0) as points`.execute(db);
-      return Number(rows[0]!.points);
-    },
 
     /** The customer's lots, oldest first; only those with points left unless `all`. */
     lots(businessId: string, customerId: string, page: PageRequest, all: boolean) {

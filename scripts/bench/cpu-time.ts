@@ -1,0 +1,54 @@
+/**
+ * CPU time of processes from /proc (user + system): what a request costs, measured on a busy
+ * machine where throughput is not (a process waiting for the CPU is not charged for it).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { withClient } from './postgres.js';
+
+const TICK = 100; // clock ticks per second (getconf CLK_TCK)
+
+/** CPU milliseconds `pid` has used so far; 0 once it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICK;
+  } catch {
+    return 0;
+  }
+}
+
+/** `root` and every process under it. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {}
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]!) ?? []));
+  return out;
+}
+
+/** The PostgreSQL backends serving database `db` (this client's own excluded). */
+export async function backendPids(db: string): Promise<number[]> {
+  return withClient(async (c) => (await c.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db])).rows.map((r) => r.pid));
+}
+
+/** CPU used by a server's processes and its database's backends while `work` runs, in ms. */
+export async function cpuDuring<T>(serverPid: number, db: string, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; postgresMs: number }> {
+  const sample = async () => {
+    const node = descendants(serverPid);
+    const backends = await backendPids(db);
+    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])) };
+  };
+  const before = await sample();
+  const result = await work();
+  const after = await sample();
+  const used = (a: Map<number, number>, b: Map<number, number>) => [...a].reduce((sum, [pid, ms]) => sum + ms - (b.get(pid) ?? 0), 0);
+  return { result, nodeMs: used(after.node, before.node), postgresMs: used(after.backends, before.backends) };
+}
