@@ -4,6 +4,7 @@ import { businessCommands } from './commands/business/business-commands.js';
 import { commandDeps } from './commands/command-bus.js';
 import { ConflictRetries } from './commands/conflict-retries.js';
 import { customerCommands } from './commands/customer/customer-commands.js';
+import { cachedWeight } from './commands/customer/customer-state.js';
 import { eventCommands } from './commands/customer/event-commands.js';
 import { lifecycleCommands } from './commands/customer/lifecycle-commands.js';
 import { redemptionCommands } from './commands/customer/redemption-commands.js';
@@ -123,7 +124,8 @@ export async function createServices(options: ServicesOptions) {
     ids,
     clock,
     locks: new KeyedLock(),
-    cache: new StateCache(10_000, snapshotStore(database.db)),
+    // At most 10,000 states, and at most 250,000 lots among them (about 100 MB): a customer's state grows with its history.
+    cache: new StateCache(10_000, snapshotStore(database.db), { weigh: cachedWeight, max: 250_000 }),
     settle: (p: Checkpoint) => projections.settle(p),
     conflicts,
   };

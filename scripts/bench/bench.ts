@@ -19,13 +19,23 @@
  *   BENCH_ONLY=lifecycle  only the lifecycle row (its own server and database; no pgbench)
  *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
  *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
+ *   BENCH_ONLY=soak       only the soak (row 7): customers with BENCH_SOAK_HISTORY earns each (seeded by the
+ *                         bulk path, so the same whatever the load), then a restarted server at
+ *                         BENCH_SOAK_RATE; RSS, V8 heap used / total and external memory every 5 s (no pgbench)
+ *   BENCH_SOAK_HISTORY    earns per customer before the soak in BENCH_ONLY=soak (60)
+ *   BENCH_SOAK_RATE       earns/s offered in BENCH_ONLY=soak (437, the rate of the reference run)
+ *   BENCH_SOAK_NODE_FLAGS node flags of the soak's server (e.g. --max-semi-space-size=16); in BENCH_ONLY=soak,
+ *                         several sets separated by | run one soak each, back to back (an empty set: none)
+ *   BENCH_SOAK_SNAPSHOTS  seconds into the soak to write a heap snapshot at (e.g. 20,60; into the temp
+ *                         directory, which is kept: the server runs with --heapsnapshot-signal=SIGUSR2)
+ *   BENCH_DATABASE        BENCH_ONLY=soak: an existing empty database to use (not dropped) instead of a new one
  *   BENCH_SERVER=source   run the server as `node --import tsx src/cli.ts` instead of building dist/
  *   BENCH_LOG_LEVEL       the server's LOG_LEVEL (default: the service's own default)
  *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
  *   BENCH_KEEP=1          keep the temporary directory (server logs, profiles) and print its path
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -76,6 +86,10 @@ const settings = {
   lifecycleLots: envInt('BENCH_LIFECYCLE_LOTS', 100_000),
   exportLines: envInt('BENCH_EXPORT_LINES', 1_000_000),
   only: process.env.BENCH_ONLY,
+  soakRate: envInt('BENCH_SOAK_RATE', 0),
+  soakHistory: envInt('BENCH_SOAK_HISTORY', 60),
+  soakNodeFlags: (process.env.BENCH_SOAK_NODE_FLAGS ?? '').split('|').map((set) => set.split(/\s+/).filter(Boolean)),
+  soakSnapshots: (process.env.BENCH_SOAK_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number),
   profile: process.env.BENCH_PROFILE === '1',
   keep: process.env.BENCH_KEEP === '1',
 };
@@ -154,13 +168,19 @@ async function main() {
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
   }
+  if (settings.only === 'soak') {
+    await soakOnly(tmp);
+    machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    printReport(machine, null, (performance.now() - started) / 1000);
+    return;
+  }
   if (settings.only === 'lifecycle') {
     rows.push(await lifecycleRow(tmp));
     machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     printReport(machine, null, (performance.now() - started) / 1000);
     return;
   }
-  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild', 'export', 'processes' and 'lifecycle'`);
+  if (settings.only) throw new Error(`BENCH_ONLY=${settings.only}: the scenarios that run alone are 'rebuild', 'export', 'processes', 'lifecycle' and 'soak'`);
 
   // 1. The PostgreSQL ceiling for the smallest append.
   log(`pgbench: 32 clients, ${settings.pgbenchSeconds} s, 100,000 streams`);
@@ -318,10 +338,7 @@ async function main() {
   // Row 7: soak at half load, RSS sampled from /proc, on a freshly started server (same database),
   // so the heap left grown by the bursts above does not count as the soak's.
   await server.stop();
-  const soakServer = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-soak.log') });
-  cleanups.push(() => soakServer.stop());
-  rows.push(await soak(soakServer, keys, customers, halfRate, ratio));
-  await soakServer.stop();
+  rows.push(await soak(store, tmp, keys, customers, halfRate, ratio));
 
   // Row 7b: lots due at once, expired by the workers' scheduler while earns go on.
   rows.push(await lifecycleRow(tmp));
@@ -522,6 +539,45 @@ async function processesOnly(tmp: string): Promise<void> {
   rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single.run.okPerSecond, spread.okPerSecond, () => '—')));
 }
 
+/**
+ * BENCH_ONLY=soak: row 7 alone. The customers get a history first (BENCH_SOAK_HISTORY earns each,
+ * seeded by the bulk path: about what rows 1–3c give them), then the soak runs on a restarted server
+ * as in the whole bench, once per set of BENCH_SOAK_NODE_FLAGS.
+ */
+async function soakOnly(tmp: string): Promise<void> {
+  const given = process.env.BENCH_DATABASE;
+  const dbName = given ?? (await createDatabase('soak'));
+  if (!given) cleanups.push(() => dropDatabase(dbName));
+  const store: Store = { databaseUrl: databaseUrl(dbName) };
+  const keys = await initStore(store);
+  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres.log') });
+  cleanups.push(() => server.stop());
+  const customers = await new Api(server.url, keys.private_key).createCustomers(settings.customers, 'load');
+  await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
+  await server.stop();
+  // The same history whatever the machine's load: earns seeded by the bulk path (as row 4's).
+  const earns = settings.soakHistory;
+  const t0 = performance.now();
+  await seedHistory(dbName, keys.business_id, customers, earns);
+  await quiesceAfterRestart(store, tmp, dbName);
+  notes.push(
+    `Before the soak: ${fmt(earns)} earns of 1 point on each of the ${fmt(customers.length)} customers, seeded by the bulk path in ${fmt((performance.now() - t0) / 1000, 1)} s ` +
+      '(their history, about what rows 1–3c give them in the whole bench), and projected by a server then stopped.',
+  );
+  const rate = settings.soakRate || 437;
+  for (const flags of settings.soakNodeFlags) rows.push(await soak(store, tmp, keys, customers, rate, () => '—', flags));
+}
+
+/** A server started until the read models have applied everything in the log, then stopped. */
+async function quiesceAfterRestart(store: Store, tmp: string, dbName: string): Promise<void> {
+  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-catch-up.log') });
+  try {
+    if (!(await waitForProjections(dbName, 240))) throw new Error('the read models did not catch up with the seeded history within 240 s');
+  } finally {
+    await server.stop();
+  }
+}
+
 /** Row 4: p50 of sequential earns on a customer with a long history, against a fresh customer's. */
 async function longHistory(api: Api, fresh: string, long: string, n: number, caughtUp: boolean): Promise<Row> {
   const seconds = 8;
@@ -561,29 +617,31 @@ async function longHistory(api: Api, fresh: string, long: string, n: number, cau
  * the snapshot store keeps the folded state, as the server does while a stream grows. The server's
  * projections apply the events when it starts, like any commit it has not seen.
  */
-async function seedHistory(dbName: string, businessId: string, customerId: string, n: number): Promise<void> {
+async function seedHistory(dbName: string, businessId: string, customerIds: string | string[], n: number): Promise<void> {
   const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: 2 });
   try {
     const store = new PostgresEventStore(database.db);
-    const stream = streams.customer(customerId);
-    const loaded = await loadAggregate(store, stream, customerDecider);
-    let state = loaded.state;
-    let revision = loaded.revision;
-    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
-    for (let done = 0; done < n; ) {
-      const batch: CustomerEvent[] = [];
-      for (let i = 0; i < Math.min(1000, n - done); i++) {
-        const decided = customerDecider.decide(earnOnePoint(), state);
-        for (const event of decided) state = customerDecider.evolve(state, event);
-        batch.push(...decided);
+    for (const customerId of typeof customerIds === 'string' ? [customerIds] : customerIds) {
+      const stream = streams.customer(customerId);
+      const loaded = await loadAggregate(store, stream, customerDecider);
+      let state = loaded.state;
+      let revision = loaded.revision;
+      const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+      for (let done = 0; done < n; ) {
+        const batch: CustomerEvent[] = [];
+        for (let i = 0; i < Math.min(1000, n - done); i++) {
+          const decided = customerDecider.decide(earnOnePoint(), state);
+          for (const event of decided) state = customerDecider.evolve(state, event);
+          batch.push(...decided);
+        }
+        const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx, newId) }]);
+        revision = result.revisions[stream]!;
+        done += batch.length;
       }
-      const result = await store.append([{ stream, expected: revision, events: withMetadata(batch, ctx, newId) }]);
-      revision = result.revisions[stream]!;
-      done += batch.length;
+      // The server snapshots a stream every SNAPSHOT_EVERY events it folds; the latest one is what a
+      // cold load reads, so write that one.
+      await snapshotStore(database.db).put(stream, revision as number, state);
     }
-    // The server snapshots a stream every SNAPSHOT_EVERY events it folds; the latest one is what a
-    // cold load reads, so write that one.
-    await snapshotStore(database.db).put(stream, revision as number, state);
   } finally {
     await database.close();
   }
@@ -603,15 +661,55 @@ async function quiesce(dbName: string): Promise<void> {
   if (!(await waitForProjections(dbName, 60))) throw new Error('the read models did not catch up within 60 s after the load stopped');
 }
 
-/** Row 7: half load for BENCH_SOAK_SECONDS, the server's RSS sampled from /proc every 5 s. */
-async function soak(server: ServerProcess, keys: Keys, customers: string[], rate: number, ratio: (n: number) => string): Promise<Row> {
+let soaks = 0;
+
+/** From the server's /metrics (prom-client's Node figures): V8 heap used and total, and external memory, in MB. */
+async function nodeMemoryMb(server: ServerProcess): Promise<{ used: number; total: number; external: number; text: string }> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const mb = (name: string) => Number(new RegExp(`^loyalty_nodejs_${name} (\\S+)`, 'm').exec(text)?.[1]) / 2 ** 20;
+  return { used: mb('heap_size_used_bytes'), total: mb('heap_size_total_bytes'), external: mb('external_memory_bytes'), text };
+}
+
+/**
+ * Row 7: half load for BENCH_SOAK_SECONDS on a freshly started server (same database), so the heap
+ * left grown by the bursts before does not count as the soak's; RSS (from /proc) and V8 heap used
+ * sampled every 5 s.
+ */
+async function soak(
+  store: Store,
+  tmp: string,
+  keys: Keys,
+  customers: string[],
+  rate: number,
+  ratio: (n: number) => string,
+  nodeFlags = settings.soakNodeFlags[0] ?? [],
+): Promise<Row> {
+  const snapshotFlags = settings.soakSnapshots.length ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${tmp}`] : [];
+  if (snapshotFlags.length) settings.keep = true;
+  const server = await ServerProcess.start({
+    store,
+    logFile: path.join(tmp, `server-postgres-soak-${++soaks}.log`), // its own: a start waits for "Listening on" in it
+    nodeFlags: [...nodeFlags, ...snapshotFlags],
+  });
+  cleanups.push(() => server.stop());
   const samples: number[] = [];
+  const heap: Array<{ used: number; total: number; external: number }> = [];
   const sample = async () => {
-    samples.push(await server.rssMb());
+    const none = { used: Number.NaN, total: Number.NaN, external: Number.NaN, text: '' };
+    const [rss, node] = await Promise.all([server.rssMb(), nodeMemoryMb(server).catch(() => none)]);
+    if (settings.keep) await writeFile(path.join(tmp, `soak-${server.pid}-metrics-${String(samples.length).padStart(2, '0')}.txt`), node.text);
+    samples.push(rss);
+    heap.push(node);
   };
   await sample();
-  log(`soak: ${settings.soakSeconds} s at ${rate.toFixed(0)} earns/s offered, RSS every 5 s`);
+  log(`soak: ${settings.soakSeconds} s at ${rate.toFixed(0)} earns/s offered, RSS and heap used every 5 s${nodeFlags.length ? ` (server flags ${nodeFlags.join(' ')})` : ''}`);
   const timer = setInterval(() => void sample().catch(() => undefined), 5000);
+  const snapshots = settings.soakSnapshots.map((s) =>
+    setTimeout(() => {
+      log(`soak: heap snapshot at ${s} s (SIGUSR2) into ${tmp}`);
+      process.kill(server.pid, 'SIGUSR2');
+    }, s * 1000),
+  );
   const run = await earnLoad({
     baseUrl: server.url,
     key: keys.private_key,
@@ -619,7 +717,10 @@ async function soak(server: ServerProcess, keys: Keys, customers: string[], rate
     connections: 64,
     seconds: settings.soakSeconds,
     overallRate: rate,
-  }).finally(() => clearInterval(timer));
+  }).finally(() => {
+    clearInterval(timer);
+    for (const t of snapshots) clearTimeout(t);
+  });
   await sample();
   const start = samples[0]!;
   const end = samples.at(-1)!;
@@ -632,9 +733,15 @@ async function soak(server: ServerProcess, keys: Keys, customers: string[], rate
   const firstPeak = Math.max(...settled.slice(0, half));
   const lastPeak = Math.max(...settled.slice(half));
   const growth = (lastPeak - firstPeak) / firstPeak;
-  notes.push(`Soak RSS samples (MB, every 5 s): ${samples.map((s) => s.toFixed(0)).join(' ')}.`);
+  await server.stop();
+  const which = nodeFlags.length ? ` (node ${nodeFlags.join(' ')})` : '';
+  notes.push(`Soak${which} RSS samples (MB, every 5 s): ${samples.map((s) => s.toFixed(0)).join(' ')}.`);
+  notes.push(`Soak${which} V8 heap used / total (MB, same instants): ${heap.map((h) => `${h.used.toFixed(0)}/${h.total.toFixed(0)}`).join(' ')}.`);
+  notes.push(`Soak${which} external memory (MB, same instants): ${heap.map((h) => h.external.toFixed(0)).join(' ')}.`);
   return {
-    scenario: `${settings.soakSeconds} s at half load (${fmt(rate)}/s offered) on a restarted server${settings.soakSeconds < 300 ? ' (the target is for 300 s: BENCH_SOAK_SECONDS=300)' : ''}`,
+    scenario:
+      `${settings.soakSeconds} s at half load (${fmt(rate)}/s offered) on a restarted server${nodeFlags.length ? ` (node ${nodeFlags.join(' ')})` : ''}` +
+      `${settings.soakSeconds < 300 ? ' (the target is for 300 s: BENCH_SOAK_SECONDS=300)' : ''}`,
     measured:
       `RSS start ${fmt(start)} MB, max ${fmt(max)} MB, end ${fmt(end)} MB (after the first third, peak of the last half vs the first: ${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)}%); ` +
       `${fmt(run.okPerSecond)} earns/s, p99 ${ms(run.p99)}${describeErrors(run)}`,

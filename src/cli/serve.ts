@@ -12,6 +12,7 @@ import { answerClientErrors } from '../http/errors/client-error.js';
 import { createMetrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
+import { boundHeapGrowth } from './heap-growth.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
 /** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no API (only /healthz, /readyz and /metrics on PORT); `all`: both. */
@@ -27,6 +28,7 @@ export type ServeRole = (typeof SERVE_ROLES)[number];
  * (src/cluster/cluster-primary.ts); with one, or on the embedded store, everything runs in this process.
  */
 export async function serve(config: Config, role: ServeRole = 'all', processesFlag?: string): Promise<void> {
+  boundHeapGrowth();
   // Only one process may open an embedded store: an API without workers would never project.
   if (role !== 'all' && !config.databaseUrl) {
     throw new ConfigError(

@@ -26,6 +26,14 @@ export interface CachedState<State> {
 
 const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
 
+/** A bound on what the cache holds besides its number of entries: states weigh what they grow with. */
+export interface WeightBound {
+  /** What a state weighs (a customer's: its lots). */
+  weigh: (state: unknown) => number;
+  /** The most the states in memory may weigh together; the least recently used go first (the newest always stays). */
+  max: number;
+}
+
 /**
  * Folded aggregate states, so a command reads only the events appended since (usually none)
  * instead of the whole stream: recently used ones in memory, and with a snapshot store, one
@@ -34,18 +42,28 @@ const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : rev
  * the store rely on the append's expected-revision check to catch that, and `forget` the entry
  * when it does. An entry may also be the state after an append still queued (`setQueued`): it is
  * forgotten if that append fails, and snapshots are only ever taken of committed states. Least
- * recently used entries leave memory past `capacity`.
+ * recently used entries leave memory past `capacity`, or past the `weight` bound: states grow with
+ * their history (a customer's lots), so a count alone bounds nothing.
  */
 export class StateCache {
   private readonly entries = new Map<string, CachedState<unknown>>();
   private readonly persisted = new Map<string, number>();
   /** Per stream, events to fold after its last snapshot before the next (more than SNAPSHOT_EVERY for large states). */
   private readonly snapshotEvery = new Map<string, number>();
+  /** Per stream in memory, what its state weighs (with a `weight` bound), and their sum. */
+  private readonly weights = new Map<string, number>();
+  private weighed = 0;
 
   constructor(
     private readonly capacity = 10_000,
     private readonly snapshots?: SnapshotStore,
+    private readonly weight?: WeightBound,
   ) {}
+
+  /** What the states in memory weigh together (0 without a `weight` bound). */
+  get weightHeld(): number {
+    return this.weighed;
+  }
 
   /** The state in memory, if any (never a snapshot: those are old by nature). */
   peek<State>(stream: string): CachedState<State> | undefined {
@@ -108,7 +126,7 @@ export class StateCache {
         this.snapshotIfDue(stream, state, revision);
       },
       () => {
-        if (this.entries.get(stream) === entry) this.entries.delete(stream);
+        if (this.entries.get(stream) === entry) this.drop(stream);
       },
     );
     return entry;
@@ -119,13 +137,25 @@ export class StateCache {
     if (current && order(current.revision) > order(entry.revision)) return false;
     this.entries.delete(stream);
     this.entries.set(stream, entry);
-    if (this.entries.size > this.capacity) {
+    if (this.weight) {
+      const weight = this.weight.weigh(entry.state);
+      this.weighed += weight - (this.weights.get(stream) ?? 0);
+      this.weights.set(stream, weight);
+    }
+    while (this.entries.size > this.capacity || (this.weight && this.weighed > this.weight.max && this.entries.size > 1)) {
       const oldest = this.entries.keys().next().value!;
-      this.entries.delete(oldest);
+      this.drop(oldest);
       this.persisted.delete(oldest);
       this.snapshotEvery.delete(oldest);
     }
     return true;
+  }
+
+  /** The stream's entry leaves memory (its snapshot bookkeeping stays). */
+  private drop(stream: string): void {
+    this.entries.delete(stream);
+    this.weighed -= this.weights.get(stream) ?? 0;
+    this.weights.delete(stream);
   }
 
   private snapshotIfDue(stream: string, state: unknown, revision: CachedRevision): void {
@@ -162,6 +192,6 @@ export class StateCache {
 
   /** Drops the memory entry (it proved stale): the next load reads the store. */
   forget(stream: string): void {
-    this.entries.delete(stream);
+    this.drop(stream);
   }
 }

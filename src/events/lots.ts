@@ -72,9 +72,11 @@ export interface ReversalPlan {
 }
 
 /**
- * The new lot's fields are written out rather than spread from `lot`: on Node 20's V8 a spread
- * followed by new keys costs microseconds a key (measured: 20–30 µs per credit here, 0.5 µs written out),
- * which was the largest cost of a projection rebuild (docs/performance.md, session 7).
+ * The new lot is one object literal of every field, in one order: a customer's state keeps it for
+ * as long as the customer is held in memory. (V8 makes `{ ...lot, remaining, … }` — five fields
+ * spread, eight added after — an object of about 570 bytes; this one is about 140. It was also
+ * slow: 20–30 µs per credit on Node 20, the largest cost of a projection rebuild and of the bulk
+ * seeding; docs/performance.md, "Projection rebuild (session 7)".)
  */
 export function creditLot(lots: readonly Lot[], lot: NewLot): Lot[] {
   return [
@@ -82,15 +84,15 @@ export function creditLot(lots: readonly Lot[], lot: NewLot): Lot[] {
     {
       transactionId: lot.transactionId,
       amount: lot.amount,
-      createdAt: lot.createdAt,
-      availableAt: lot.availableAt,
-      expiresAt: lot.expiresAt,
       remaining: lot.amount,
       spent: 0,
       expired: 0,
       reversed: 0,
       reversedFromLot: 0,
       status: lot.availableAt === null ? 'available' : 'pending',
+      availableAt: lot.availableAt,
+      expiresAt: lot.expiresAt,
+      createdAt: lot.createdAt,
       noticed: false,
       expiries: 0,
     },

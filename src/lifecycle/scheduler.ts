@@ -88,7 +88,11 @@ export class LifecycleScheduler {
     this.loop.wake();
   }
 
-  /** One round: claims up to a batch of due customers and does their due work; what it did, in due order. */
+  /**
+   * One round: claims up to a batch of due customers, does their due work, then records every
+   * one's next due instant in one statement (one commit per round, not one per customer); what
+   * it did, in due order.
+   */
   async runOnce(): Promise<CustomerRun[]> {
     const claimed = await this.claim();
     const runs: CustomerRun[] = [];
@@ -102,6 +106,7 @@ export class LifecycleScheduler {
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, claimed.length) }, worker));
+    await this.recordNextDue(runs);
     return runs.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
   }
 
@@ -134,10 +139,7 @@ export class LifecycleScheduler {
     return result.rows.map((r) => ({ ...r, due_at: new Date(r.due_at) })).sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
   }
 
-  /**
-   * Does one customer's due work and records its next due instant, unless an event after the
-   * decided revision lowered it meanwhile (then that instant stays, and a later round decides again).
-   */
+  /** Does one customer's due work; null when it failed (the customer is then left alone for a while). */
   private async apply(customer: { customer_id: string; business_id: string; due_at: Date }): Promise<CustomerRun | null> {
     let applied: AppliedDue;
     try {
@@ -151,18 +153,31 @@ export class LifecycleScheduler {
         .execute();
       return null;
     }
-    const now = this.options.now();
-    let next = applied.nextDueAt;
-    if (next !== null && next <= now) {
-      // A run does everything due at its clock time: anything still due now means the decider and the index disagree.
-      this.options.logger?.warn({ customer_id: customer.customer_id, next_due_at: next.toISOString() }, 'due work left after a run; looking again later');
-      next = new Date(now.getTime() + FAILURE_BACKOFF_MS);
-    }
-    await sql`update customer_due set
-        holder = null, claimed_until = null,
-        due_at = case when revision <= ${applied.revision} then ${next}::timestamptz else due_at end,
-        revision = greatest(revision, ${applied.revision})
-      where customer_id = ${customer.customer_id}`.execute(this.db);
     return { ...customer, ...applied };
+  }
+
+  /**
+   * Releases the round's customers with the decider's next due instant for each, unless an event
+   * after the decided revision lowered it meanwhile (then that instant stays, and a later round
+   * decides again).
+   */
+  private async recordNextDue(runs: CustomerRun[]): Promise<void> {
+    if (runs.length === 0) return;
+    const now = this.options.now();
+    const rows = runs.map((run) => {
+      let next = run.nextDueAt;
+      if (next !== null && next <= now) {
+        // A run does everything due at its clock time: anything still due now means the decider and the index disagree.
+        this.options.logger?.warn({ customer_id: run.customer_id, next_due_at: next.toISOString() }, 'due work left after a run; looking again later');
+        next = new Date(now.getTime() + FAILURE_BACKOFF_MS);
+      }
+      return { customer_id: run.customer_id, revision: run.revision, next_due: next?.toISOString() ?? null };
+    });
+    await sql`update customer_due d set
+        holder = null, claimed_until = null,
+        due_at = case when d.revision <= r.revision then r.next_due else d.due_at end,
+        revision = greatest(d.revision, r.revision)
+      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(customer_id text, revision bigint, next_due timestamptz)
+      where d.customer_id = r.customer_id`.execute(this.db);
   }
 }

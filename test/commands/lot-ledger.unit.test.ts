@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type LotOp, lotOp } from '../support/lot-ops.js';
 import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
+import { customerDecider } from '../../src/commands/customer/customer-decider.js';
+import { cachedWeight } from '../../src/commands/customer/customer-state.js';
 import {
   applyReversal,
   creditLot,
@@ -138,5 +140,15 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
     expect(back.values()).toEqual(ledger.values());
     expect(back.openLots().map((l) => l.transactionId)).toEqual(['txn_1', 'txn_2', 'txn_3', 'txn_4']);
     expect(back.timedLots().map((l) => l.transactionId)).toEqual(['txn_2']);
+  });
+});
+
+describe('cachedWeight: what a state weighs in the state cache', () => {
+  it('is a customer state\'s lots plus one, and one for any other state', () => {
+    let state = customerDecider.initialState();
+    expect(cachedWeight(state)).toBe(1);
+    for (let i = 0; i < 3; i++) state = { ...state, lots: state.lots.credit({ transactionId: `txn_${i}`, amount: 5, createdAt: iso(T0), availableAt: null, expiresAt: null }) };
+    expect(cachedWeight(state)).toBe(4);
+    expect(cachedWeight({ plan: 'free' })).toBe(1);
   });
 });

@@ -55,3 +55,42 @@ describe('state cache: the committed baseline of a stream with queued appends', 
     expect(await cache.baseline('s')).toEqual({ state: { n: 0 }, revision: 0 });
   });
 });
+
+describe('state cache: bounded by what its states weigh', () => {
+  const weigh = (state: unknown) => (state as { weight: number }).weight;
+
+  it('lets the least recently used states go once they weigh more than the bound together, keeping the newest', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    cache.set('a', { weight: 4 }, 0);
+    cache.set('b', { weight: 4 }, 0);
+    cache.peek('a'); // used: 'b' is now the least recently used
+    cache.set('c', { weight: 4 }, 0);
+    expect(cache.peek('b')).toBeUndefined();
+    expect(cache.peek('a')?.state).toEqual({ weight: 4 });
+    expect(cache.weightHeld).toBe(8);
+    // A state heavier than the bound alone stays: it is the one in use.
+    cache.set('huge', { weight: 50 }, 0);
+    expect(cache.peek('huge')?.state).toEqual({ weight: 50 });
+    expect(cache.weightHeld).toBe(50);
+  });
+
+  it('counts a state once as it grows, and forgets its weight with it', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 100 });
+    cache.set('s', { weight: 1 }, 0);
+    cache.set('s', { weight: 3 }, 1);
+    const append = queued();
+    cache.setQueued('s', { weight: 5 }, 2, append.appended);
+    append.commit();
+    await settled();
+    expect(cache.weightHeld).toBe(5);
+    const failing = queued();
+    cache.setQueued('s', { weight: 7 }, 3, failing.appended);
+    failing.fail(new Error('conflict'));
+    await settled();
+    expect(cache.peek('s')).toBeUndefined();
+    expect(cache.weightHeld).toBe(0);
+    cache.set('t', { weight: 2 }, 0);
+    cache.forget('t');
+    expect(cache.weightHeld).toBe(0);
+  });
+});

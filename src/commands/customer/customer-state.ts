@@ -105,6 +105,15 @@ export function initialCustomerState(): CustomerState {
   };
 }
 
+/**
+ * What a state weighs in the state cache (src/commands/state-cache.ts): a customer's lots, what it
+ * grows with (about 400 bytes each in memory, the lot included), plus one; any other aggregate's state, one.
+ */
+export function cachedWeight(state: unknown): number {
+  const lots = (state as { lots?: unknown } | null | undefined)?.lots;
+  return 1 + (lots instanceof LotLedger ? lots.size : 0);
+}
+
 /** The credits rolling qualification counts: every lot net of its reversals, and the negative adjusts. */
 export function qualifyingCredits(state: CustomerState): QualifyingCredit[] {
   return [...state.lots.values().map((lot) => ({ at: lot.createdAt, amount: lot.amount - lot.reversed })), ...state.negativeCredits];

@@ -1,4 +1,4 @@
-import { OrderedMap, OrderedSet } from 'immutable';
+import { List, Map as ImmutableMap } from 'immutable';
 import {
   applyReversal,
   creditLot,
@@ -17,30 +17,38 @@ import {
   type Share,
   takeShares,
 } from '../../events/lots.js';
+import { PositionSet } from './position-set.js';
 
 /**
- * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, by id, in
- * the order made, kept in persistent maps so that a new state shares all but what an event
- * changed. A credit costs O(log n) and leaves the state before it intact, whatever the number of
- * lots: a customer with 100,000 credits earns as fast as a new one (an array copied per event made
- * that O(n), and a long history O(n²)).
+ * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, in the order
+ * made, kept in persistent structures so that a new state shares all but what an event changed. A
+ * credit costs O(log n) and leaves the state before it intact, whatever the number of lots: a
+ * customer with 100,000 credits earns as fast as a new one (an array copied per event made that
+ * O(n), and a long history O(n²)).
  *
  * The rules stay in src/events/lots.ts: each operation takes the few lots an event names (or the open ones a
- * plan needs), applies the pure function to them, and puts the changed lots back. Two indexes
- * keep the per-command work to the lots that can still change:
+ * plan needs), applies the pure function to them, and puts the changed lots back. A lot keeps its
+ * position (the order made) for good: `lots` holds them by position, `positions` finds one by id,
+ * and two sets of positions keep the per-command work to the lots that can still change:
  * - `open`: lots with points left or pending — what a debit plans from;
  * - `timed`: open lots that are pending or have an expiry — the only ones with due work.
  * A spent, expired or fully reversed lot leaves both (a cancelled redemption's return, or nothing,
- * brings it back), and stays in `all` for reversals, rolling tiers and audits.
+ * brings it back), and stays in `lots` for reversals, rolling tiers and audits.
+ *
+ * Memory is per lot, for as long as a customer's state is held (the state cache keeps thousands):
+ * about 45 bytes of structure besides the lot itself (a List slot, an id's entry in a persistent
+ * Map, two bits), where an OrderedMap of lots and two OrderedSets of ids took about 340 (measured
+ * over 100,000 credits with --expose-gc; docs/performance.md, "Memory under a steady load").
  */
 export class LotLedger {
   private constructor(
-    private readonly all: OrderedMap<string, Lot>,
-    private readonly open: OrderedSet<string>,
-    private readonly timed: OrderedSet<string>,
+    private readonly lots: List<Lot>,
+    private readonly positions: ImmutableMap<string, number>,
+    private readonly open: PositionSet,
+    private readonly timed: PositionSet,
   ) {}
 
-  static readonly EMPTY = new LotLedger(OrderedMap(), OrderedSet(), OrderedSet());
+  static readonly EMPTY = new LotLedger(List(), ImmutableMap(), PositionSet.EMPTY, PositionSet.EMPTY);
 
   /** From a snapshot's JSON (`toJSON`: the lots in the order made), or from an array in tests. */
   static of(lots: Iterable<Lot>): LotLedger {
@@ -48,19 +56,20 @@ export class LotLedger {
   }
 
   get size(): number {
-    return this.all.size;
+    return this.lots.size;
   }
 
   get(transactionId: string): Lot | undefined {
-    return this.all.get(transactionId);
+    const position = this.positions.get(transactionId);
+    return position === undefined ? undefined : this.lots.get(position);
   }
 
   /** Every lot, in the order made. */
   values(): Lot[] {
-    return [...this.all.values()];
+    return this.lots.toArray();
   }
 
-  /** Lots with points left or pending (in the order they last opened: callers sort). */
+  /** Lots with points left or pending (in the order made; callers sort). */
   openLots(): Lot[] {
     return this.lotsOf(this.open);
   }
@@ -100,8 +109,9 @@ export class LotLedger {
   }
 
   planReversal(transactionId: string, amount: number): ReversalPlan | ReversalRefusal {
-    const lot = this.all.get(transactionId);
-    const lots = lot && !this.open.has(transactionId) ? [lot, ...this.openLots()] : this.openLots();
+    const position = this.positions.get(transactionId);
+    const lot = position === undefined ? undefined : this.lots.get(position);
+    const lots = lot && !this.open.has(position!) ? [lot, ...this.openLots()] : this.openLots();
     return planReversal(lots, transactionId, amount);
   }
 
@@ -123,37 +133,42 @@ export class LotLedger {
   /** The lots named, in the order given (each once); throws for an id it does not hold. */
   private named(ids: readonly string[]): Lot[] {
     return [...new Set(ids)].map((id) => {
-      const lot = this.all.get(id);
+      const lot = this.get(id);
       if (!lot) throw new Error(`no lot ${id}`);
       return lot;
     });
   }
 
-  private lotsOf(ids: OrderedSet<string>): Lot[] {
-    const lots: Lot[] = [];
-    for (const id of ids) lots.push(this.all.get(id)!);
-    return lots;
+  private lotsOf(set: PositionSet): Lot[] {
+    return set.positions().map((position) => this.lots.get(position)!);
   }
 
-  /** Puts changed (or new) lots back, moving each in or out of the indexes. */
+  /** Puts changed (or new: at the next position) lots back, moving each in or out of the indexes. */
   private put(changed: readonly Lot[]): LotLedger {
     if (changed.length === 0) return this;
-    let all = this.all;
-    let open = this.open;
-    let timed = this.timed;
+    let { lots, positions, open, timed } = this;
     const batch = changed.length > 1;
     if (batch) {
-      all = all.asMutable();
+      lots = lots.asMutable();
+      positions = positions.asMutable();
       open = open.asMutable();
       timed = timed.asMutable();
     }
     for (const lot of changed) {
-      all = all.set(lot.transactionId, lot);
+      let position = positions.get(lot.transactionId);
+      if (position === undefined) {
+        position = lots.size;
+        lots = lots.push(lot);
+        positions = positions.set(lot.transactionId, position);
+      } else {
+        lots = lots.set(position, lot);
+      }
       const isOpen = lot.remaining > 0 || lot.status === 'pending';
-      open = isOpen ? open.add(lot.transactionId) : open.remove(lot.transactionId);
-      const isTimed = isOpen && (lot.status === 'pending' || lot.expiresAt !== null);
-      timed = isTimed ? timed.add(lot.transactionId) : timed.remove(lot.transactionId);
+      open = open.with(position, isOpen);
+      timed = timed.with(position, isOpen && (lot.status === 'pending' || lot.expiresAt !== null));
     }
-    return batch ? new LotLedger(all.asImmutable(), open.asImmutable(), timed.asImmutable()) : new LotLedger(all, open, timed);
+    return batch
+      ? new LotLedger(lots.asImmutable(), positions.asImmutable(), open.asImmutable(), timed.asImmutable())
+      : new LotLedger(lots, positions, open, timed);
   }
 }
