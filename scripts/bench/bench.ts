@@ -151,7 +151,6 @@ async function main() {
 
   if (settings.only === 'rebuild') {
     rows.push(await rebuildRow());
-  rows.push(await exportRow(tmp));
     machine.push(`load average at end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     printReport(machine, null, (performance.now() - started) / 1000);
     return;

@@ -74,7 +74,9 @@ export interface ReversalPlan {
 /**
  * The new lot is one object literal of every field, in one order: a customer's state keeps it for
  * as long as the customer is held in memory. (V8 makes `{ ...lot, remaining, … }` — five fields
- * spread, eight added after — an object of about 570 bytes; this one is about 140.)
+ * spread, eight added after — an object of about 570 bytes; this one is about 140. It was also
+ * slow: 20–30 µs per credit on Node 20, the largest cost of a projection rebuild and of the bulk
+ * seeding; docs/performance.md, "Projection rebuild (session 7)".)
  */
 export function creditLot(lots: readonly Lot[], lot: NewLot): Lot[] {
   return [

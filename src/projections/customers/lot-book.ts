@@ -29,8 +29,8 @@ import type { ProjectedEvent } from '../projector.js';
 export class LotBook {
   /** Per customer, the lots loaded or made in this batch, by id. */
   private readonly lots = new Map<string, Map<string, Lot>>();
-  /** Per changed lot (`customer lot`): what it was before the batch; null for a lot made in it. */
-  private readonly before = new Map<string, Lot | null>();
+  /** Per changed lot (`customer lot`): its customer, what it was before the batch (null for a lot made in it) and what it is now. */
+  private readonly changed = new Map<string, ChangedLot>();
   private readonly businessOf = new Map<string, string>();
 
   private constructor() {}
@@ -114,10 +114,8 @@ export class LotBook {
   rows(): Record<string, unknown>[] {
     const existing: Record<string, unknown>[] = [];
     const made: Record<string, unknown>[] = [];
-    for (const [key, was] of this.before) {
-      const [customerId, transactionId] = key.split(' ') as [string, string];
-      const lot = this.lots.get(customerId)!.get(transactionId)!;
-      (was ? existing : made).push(rowOf(lot, customerId, this.businessOf.get(customerId)!));
+    for (const { customerId, was, now } of this.changed.values()) {
+      (was ? existing : made).push(rowOf(now, customerId, this.businessOf.get(customerId)!));
     }
     return [...existing, ...made];
   }
@@ -125,9 +123,7 @@ export class LotBook {
   /** Per customer, how the batch moved its pending points. */
   pendingMoves(): Map<string, number> {
     const moves = new Map<string, number>();
-    for (const [key, was] of this.before) {
-      const [customerId, transactionId] = key.split(' ') as [string, string];
-      const now = this.lots.get(customerId)!.get(transactionId)!;
+    for (const { customerId, was, now } of this.changed.values()) {
       const move = pendingOf(now) - (was ? pendingOf(was) : 0);
       if (move !== 0) moves.set(customerId, (moves.get(customerId) ?? 0) + move);
     }
@@ -137,9 +133,8 @@ export class LotBook {
   /** The customers one of whose lots with an expiry changed: their next expiring points may have moved. */
   expiryChanged(): string[] {
     const customers = new Set<string>();
-    for (const [key, was] of this.before) {
-      const [customerId, transactionId] = key.split(' ') as [string, string];
-      if (was?.expiresAt || this.lots.get(customerId)!.get(transactionId)!.expiresAt) customers.add(customerId);
+    for (const { customerId, was, now } of this.changed.values()) {
+      if (was?.expiresAt || now.expiresAt) customers.add(customerId);
     }
     return [...customers];
   }
@@ -157,15 +152,24 @@ export class LotBook {
    */
   private change(customerId: string, named: readonly string[] | 'all', fn: (lots: Lot[]) => Lot[]): void {
     const known = this.customerLots(customerId);
-    const current = named === 'all' ? [...known.values()] : [...new Set(named)].flatMap((id) => known.get(id) ?? []);
+    const current =
+      named === 'all' ? [...known.values()] : named.length === 0 ? [] : [...new Set(named)].flatMap((id) => known.get(id) ?? []);
     for (const lot of fn(current)) {
       const was = known.get(lot.transactionId);
       if (was === lot) continue;
       const key = `${customerId} ${lot.transactionId}`;
-      if (!this.before.has(key)) this.before.set(key, was ?? null);
+      const entry = this.changed.get(key);
+      if (entry) entry.now = lot;
+      else this.changed.set(key, { customerId, was: was ?? null, now: lot });
       known.set(lot.transactionId, lot);
     }
   }
+}
+
+interface ChangedLot {
+  customerId: string;
+  was: Lot | null;
+  now: Lot;
 }
 
 /** The lots an event changes, or `open lots` for a debit whose shares must be planned. */
