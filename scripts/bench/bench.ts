@@ -492,7 +492,7 @@ async function severalProcesses(
     ...(byDefault === cores ? [] : [{ processes: cores, label: `one HTTP process per core (\`serve --processes ${cores}\`)` }]),
   ];
   for (const { processes, label } of topologies) {
-    const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, `server-${processes}-processes.log`) });
+    const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, processes === 'default' ? 'server-default-processes.log' : `server-one-per-core-${processes}.log`) });
     try {
       log(`server with ${label} at ${server.url}`);
       await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -100,6 +100,8 @@ export class ServerProcess {
     // The server writes its logs straight into the file (no pipe through the bench process, which
     // is busy generating load); its first lines tell the port it listens on.
     const out = openSync(options.logFile, 'a');
+    // Only this start's lines tell its port: a log file may already hold an earlier server's.
+    const from = statSync(options.logFile).size;
     const processes = options.processes === 'default' ? [] : ['--processes', String(options.processes ?? 1)];
     const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes], {
       cwd: REPO_ROOT,
@@ -123,7 +125,7 @@ export class ServerProcess {
     );
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const match = /Listening on (http:\/\/\S+)/.exec(await readFile(options.logFile, 'utf8'));
+      const match = /Listening on (http:\/\/\S+)/.exec((await readFile(options.logFile)).subarray(from).toString('utf8'));
       if (match) return new ServerProcess(child, match[1]!, exited);
       if (exitCode !== undefined) throw new Error(`the server exited with code ${exitCode} before listening; see ${options.logFile}`);
       if (Date.now() > deadline) {
