@@ -128,11 +128,6 @@ export async function earnLoad(options: LoadOptions & { customers: string[] }): 
   return summarize(result);
 }
 
-/** GET /customers/{id}/summary, round robin over `customers`. */
-export function summaryLoad(options: LoadOptions & { customers: string[] }): Promise<LoadResult> {
-  return readLoad({ ...options, path: (id) => `/api/v1/customers/${id}/summary` });
-}
-
 /** GETs of `path(customer)`, round robin over `customers`. */
 export async function readLoad(options: LoadOptions & { customers: string[]; path: (customerId: string) => string }): Promise<LoadResult> {
   const paths = options.customers.map(options.path);
