@@ -7,6 +7,7 @@ import { streams } from '../../src/events/streams.js';
 import { newId } from '../../src/ids.js';
 import type { AppendWrite } from '../../src/store/event-store.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
+import { cpuDuring } from './cpu-time.js';
 import { Api, earnLoad } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
 import { initStore, ServerProcess } from './service.js';
@@ -29,6 +30,12 @@ export interface LifecycleMeasurement {
   earnsDuring: number;
   /** How late the first expiry was after the due instant. */
   firstLateMs: number;
+  /**
+   * CPU (from /proc: the server's process and the database's backends) per answered earn of the
+   * baseline, and per expired lot: what the expiry window used beyond its earns at the baseline's
+   * cost each. Holds on a loaded machine, where the rates above follow the load.
+   */
+  cpu: { perEarn: { nodeMs: number; postgresMs: number }; perLot: { nodeUs: number; postgresUs: number } };
 }
 
 /**
@@ -48,12 +55,15 @@ export async function measureLifecycle(
   let server: ServerProcess | null = null;
   try {
     const keys = await initStore(store);
-    server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-lifecycle.log') });
+    const started = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-lifecycle.log') });
+    server = started;
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(options.loadCustomers, 'lifecycle');
     await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
     log(`lifecycle: baseline earns, ${options.seconds} s`);
-    const before = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds });
+    const baseline = await cpuDuring(started.pid, dbName, () => earnLoad({ baseUrl: started.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds }));
+    const before = baseline.result;
+    const perEarn = { nodeMs: baseline.nodeMs / Math.max(1, before.ok), postgresMs: baseline.postgresMs / Math.max(1, before.ok) };
 
     const lotCustomers = Math.ceil(options.lots / LOTS_PER_CUSTOMER);
     const seedStarted = performance.now();
@@ -71,7 +81,9 @@ export async function measureLifecycle(
     if (startLoadIn > 0) await new Promise((r) => setTimeout(r, startLoadIn));
     const loadStarted = new Date();
     const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
-    const expired = await waitForExpiries(dbName, options.lots, 600);
+    const windowStarted = new Date();
+    const { result: expired, nodeMs, postgresMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600));
+    const windowEnded = new Date();
     const duringResult = await during;
     const loadEnded = new Date(loadStarted.getTime() + duringResult.seconds * 1000);
 
@@ -92,7 +104,13 @@ export async function measureLifecycle(
         [overlap.from, overlap.to, customers.map((id) => streams.customer(id))],
       );
       const overlapSeconds = Math.max(0.001, (overlap.to.getTime() - overlap.from.getTime()) / 1000);
-      return { first: new Date(w.first), last: new Date(w.last), n: Number(w.n), lots: Number(w.lots), counted: Number(w.counted), earnsPerSecond: Number(earns.rows[0]!.n) / overlapSeconds };
+      const inWindow = await c.query<{ n: string }>(`select count(*) as n from events where type = 'PointsEarned' and recorded_at >= $1 and recorded_at <= $2 and stream_id = any($3)`, [
+        windowStarted,
+        windowEnded,
+        customers.map((id) => streams.customer(id)),
+      ]);
+      return {
+        earnsInWindow: Number(inWindow.rows[0]!.n), first: new Date(w.first), last: new Date(w.last), n: Number(w.n), lots: Number(w.lots), counted: Number(w.counted), earnsPerSecond: Number(earns.rows[0]!.n) / overlapSeconds };
     }, dbName);
     const expirySeconds = (window.last.getTime() - from.getTime()) / 1000;
     return {
@@ -104,6 +122,13 @@ export async function measureLifecycle(
       earnsBefore: before.okPerSecond,
       earnsDuring: window.earnsPerSecond,
       firstLateMs: window.first.getTime() - dueAt.getTime(),
+      cpu: {
+        perEarn,
+        perLot: {
+          nodeUs: ((nodeMs - window.earnsInWindow * perEarn.nodeMs) * 1000) / options.lots,
+          postgresUs: ((postgresMs - window.earnsInWindow * perEarn.postgresMs) * 1000) / options.lots,
+        },
+      },
     };
   } finally {
     await server?.stop();

@@ -1,0 +1,95 @@
+/**
+ * The lifecycle scheduler's cost per lot, alone: `tsx scripts/bench/lifecycle-profile.ts [lots]`.
+ *
+ * The services run in this process on a fresh database (projections on, no HTTP, no earn load);
+ * `lots` lots (10 per customer, seeded through the bulk path) get their expiring notices at once,
+ * then the injected clock moves past their expiry and the scheduler expires them all, as the
+ * lifecycle row's does. What that costs is read from /proc (this process, and the database's
+ * backends) from the first claim until the read models include every expiry, so it holds on a
+ * busy machine where the row's throughput does not; a V8 CPU profile covers the same span.
+ * LIFECYCLE_PROFILE_OUT=file keeps the .cpuprofile.
+ */
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createServices } from '../../src/services.js';
+import { cpuDuring } from './cpu-time.js';
+import { summarizeProfile } from './cpu-profile.js';
+import { seedLots } from './lifecycle.js';
+import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
+import { initStore } from './service.js';
+
+const lots = Number(process.argv[2] ?? 20_000);
+const HOUR = 3_600_000;
+
+async function main(): Promise<void> {
+  const dbName = await createDatabase('lifeprof');
+  const url = databaseUrl(dbName);
+  let offset = 0;
+  const clock = { now: () => new Date(Date.now() + offset) };
+  try {
+    const keys = await initStore({ databaseUrl: url });
+    const services = await createServices({
+      config: loadConfig({ ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' }),
+      logger: pino({ level: 'warn' }),
+      runProjections: true,
+      runDispatcher: false,
+      runScheduler: false,
+      clock,
+    });
+    try {
+      await seedLots(url, keys.business_id, Math.ceil(lots / 10), lots, new Date(Date.now() + HOUR));
+      await settle(dbName);
+      const notices = await services.scheduler.runUntilIdle(); // notices fall due at once (7 days ahead)
+      await settle(dbName);
+      offset = 2 * HOUR;
+      const session = new Session();
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+      const started = performance.now();
+      const { result: runs, nodeMs, postgresMs } = await cpuDuring(process.pid, dbName, async () => {
+        const runs = await services.scheduler.runUntilIdle();
+        await settle(dbName);
+        return runs;
+      });
+      const seconds = (performance.now() - started) / 1000;
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      const expired = runs.reduce((n, r) => n + r.work.filter((w) => w.type === 'PointsExpired').length, 0);
+      const file = process.env.LIFECYCLE_PROFILE_OUT ?? path.join(os.tmpdir(), `lifecycle-${process.pid}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      const summary = await summarizeProfile(file, 25);
+      const perLot = (ms: number) => `${((ms * 1000) / expired).toFixed(1)} µs`;
+      const out = [
+        `${notices.length} customers noticed first; then ${expired} lots of ${runs.length} customers expired in ${seconds.toFixed(1)} s (${Math.round(expired / seconds)} lots/s, projections included), load average ${os.loadavg()[0]!.toFixed(1)}`,
+        `CPU per lot: this process ${perLot(nodeMs)}, PostgreSQL backends ${perLot(postgresMs)}`,
+        `profile: busy ${(summary.busyMs / 1000).toFixed(1)} s of ${(summary.totalMs / 1000).toFixed(1)} s (${file})`,
+        'Self time by place:',
+        ...summary.places.map((p) => `  ${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}`),
+        'Top self-time functions:',
+        ...summary.functions.map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.name}`),
+        ...summary.callers.flatMap((c) => [`Heaviest paths into ${c.name}:`, ...c.paths.map((p) => `  ${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}`)]),
+      ];
+      process.stdout.write(`${out.join('\n')}\n`);
+      const check = await withClient(
+        async (c) => (await c.query<{ n: string; lots: string }>(`select count(*) n, count(distinct data->>'lot_transaction_id') lots from events where type = 'PointsExpired'`)).rows[0]!,
+        dbName,
+      );
+      if (Number(check.n) !== lots || Number(check.lots) !== lots) throw new Error(`expected ${lots} expiries, one per lot: ${check.n} events, ${check.lots} lots`);
+    } finally {
+      await services.close();
+    }
+  } finally {
+    await dropDatabase(dbName);
+  }
+}
+
+async function settle(dbName: string): Promise<void> {
+  if (!(await waitForProjections(dbName, 600))) throw new Error('the read models did not catch up');
+}
+
+await main();
