@@ -158,6 +158,8 @@ export async function createServices(options: ServicesOptions) {
   // The scheduler answers nobody: its appends need not wait for the read models (read-your-writes).
   const scheduler = new LifecycleScheduler(database.db, {
     applyDue: applyDueThroughCommands(lifecycleCommands(commandDeps({ ...busParts, settle: async () => {} }))),
+    // …but the next round waits for the read models to include this one (see `SchedulerOptions.settle`).
+    settle: (p: Checkpoint) => projections.settle(p),
     now: () => clock.now(),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,

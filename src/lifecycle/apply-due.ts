@@ -15,6 +15,7 @@ export function applyDueThroughCommands(lifecycle: Pick<LifecycleCommands, 'appl
       work: applied.events.map(doneWork),
       nextDueAt: applied.nextDueAt === null ? null : new Date(applied.nextDueAt),
       revision: applied.revision,
+      position: applied.position,
     };
   };
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { BackgroundLoop } from '../background-loop.js';
 import type { Database } from '../db/schema.js';
 import { holderGone } from '../db/process-mark.js';
+import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
 
 /** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
 export interface DoneWork {
@@ -21,6 +22,8 @@ export interface AppliedDue {
   nextDueAt: Date | null;
   /** The customer stream's revision that was decided at (after the run's append, if any). */
   revision: number;
+  /** Where the run's last event is in the log; null when it appended nothing. */
+  position: Checkpoint | null;
 }
 
 /** A customer's due work, done through the normal command path (expected revision: exactly once). */
@@ -46,8 +49,24 @@ export interface SchedulerOptions {
   concurrency?: number;
   /** How often to look for due work when there was none (well under the 2 s of CONTRACT.md §13). */
   pollMs?: number;
+  /**
+   * Waits until the read models include a position. The loop waits for each round's appends to be
+   * projected before it claims more, so the requests of the process, each waiting for its own write
+   * to be projected (read-your-writes), never queue behind more than one round of due work.
+   */
+  settle?: ((position: Checkpoint) => Promise<void>) | undefined;
+  /**
+   * The share of the time the loop spends on due work while more is due: after a round of `w` ms
+   * it pauses `w × (1 − share) / share` ms (1: no pause). A burst of due work (many lots expiring at
+   * one instant) then leaves most of the process to the requests it serves.
+   */
+  share?: number;
   logger?: Logger | undefined;
 }
+
+/** See `SchedulerOptions.share`. */
+const DEFAULT_SHARE = 0.5;
+const MAX_PAUSE_MS = 2_000;
 
 /** A customer whose run failed is left alone this long before another try. */
 const FAILURE_BACKOFF_MS = 5_000;
@@ -70,7 +89,7 @@ export class LifecycleScheduler {
     private readonly db: Kysely<Database>,
     private readonly options: SchedulerOptions,
   ) {
-    this.loop = new BackgroundLoop(async () => (await this.runOnce()).length > 0, {
+    this.loop = new BackgroundLoop(() => this.paced(), {
       pollMs: options.pollMs ?? 500,
       onError: (error) => options.logger?.error({ err: error }, 'lifecycle round failed; will retry'),
     });
@@ -86,6 +105,18 @@ export class LifecycleScheduler {
 
   wake(): void {
     this.loop.wake();
+  }
+
+  /** One round of the loop, then its wait for the read models and its pause (see `settle`, `share`). */
+  private async paced(): Promise<boolean> {
+    const started = Date.now();
+    const runs = await this.runOnce();
+    if (runs.length === 0) return false;
+    const last = runs.reduce<Checkpoint | null>((a, r) => (r.position && (!a || compareCheckpoints(r.position, a) > 0) ? r.position : a), null);
+    if (last && this.options.settle) await this.options.settle(last);
+    const share = this.options.share ?? DEFAULT_SHARE;
+    if (share < 1) await new Promise((r) => setTimeout(r, Math.min(MAX_PAUSE_MS, ((Date.now() - started) * (1 - share)) / share)));
+    return true;
   }
 
   /**

@@ -5,7 +5,7 @@ import type { CommandDeps } from '../command-bus.js';
 import { lifecycleAt, loadProgram } from '../program/program-commands.js';
 import { type CustomerEvent, customerDecider, type CustomerState } from './customer-decider.js';
 import type { LifecyclePolicy } from './customer-state.js';
-import { nextDueAt } from './due-work.js';
+import { decideDue, nextDueAt } from './due-work.js';
 import { assertReferenceFree, customerAnswer, customerWrite, loadCustomer, type RecordedEvent, referenceWrites } from './customer-stream.js';
 
 export interface ReverseInput {
@@ -50,11 +50,12 @@ export function lifecycleCommands({ bus, ids, clock, reads }: CommandDeps) {
       const written = await bus.handle(ctx, { lock: [streams.customer(customerId)] }, async (load) => {
         const customer = await loadCustomer(load, ctx, customerId);
         const program = await loadProgram(load, businessId);
-        const events = customerDecider.decide({ type: 'ApplyDueWork', lifecycle: lifecycleAt(ctx, program) }, customer.state);
-        const write = customerWrite(customerId, customer, events, ctx);
-        const revision = (typeof customer.revision === 'number' ? customer.revision : -1) + events.length;
-        after = { state: (write.after as CustomerState | undefined) ?? customer.state, policy: program.policy, revision };
-        return [write];
+        // The decider's ApplyDueWork is exactly this due work; `decideDue` also gives the state it leads
+        // to, so the events are not folded a second time for the write (a third of a run's decision).
+        const due = decideDue(customer.state, lifecycleAt(ctx, program));
+        const revision = (typeof customer.revision === 'number' ? customer.revision : -1) + due.events.length;
+        after = { state: due.after, policy: program.policy, revision };
+        return [{ stream: streams.customer(customerId), expected: customer.revision, events: due.events, after: due.after }];
       });
       const appended = written?.writes.find((w) => w.stream === streams.customer(customerId))?.events ?? [];
       return {
