@@ -127,6 +127,7 @@ export async function createServices(options: ServicesOptions) {
     // At most 10,000 states, and at most 250,000 lots among them (about 100 MB): a customer's state grows with its history.
     cache: new StateCache(10_000, snapshotStore(database.db), { weigh: cachedWeight, max: 250_000 }),
     settle: (p: Checkpoint) => projections.settle(p),
+    logHead: () => store.headPosition(),
     conflicts,
   };
   const deps = commandDeps(busParts);
@@ -160,6 +161,7 @@ export async function createServices(options: ServicesOptions) {
     applyDue: applyDueThroughCommands(lifecycleCommands(commandDeps({ ...busParts, settle: async () => {} }))),
     // …but the next round waits for the read models to include this one (see `SchedulerOptions.settle`).
     settle: (p: Checkpoint) => projections.settle(p),
+    logHead: () => store.headPosition(),
     now: () => clock.now(),
     holder: processMark.id,
     claimMs: config.claimLeaseMs,

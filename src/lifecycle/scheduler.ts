@@ -4,6 +4,7 @@ import { BackgroundLoop } from '../background-loop.js';
 import type { Database } from '../db/schema.js';
 import { holderGone } from '../db/process-mark.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
+import { Pacer } from './pacing.js';
 
 /** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
 export interface DoneWork {
@@ -56,17 +57,21 @@ export interface SchedulerOptions {
    */
   settle?: ((position: Checkpoint) => Promise<void>) | undefined;
   /**
-   * The share of the time the loop spends on due work while more is due: after a round of `w` ms
-   * it pauses `w × (1 − share) / share` ms (1: no pause). A burst of due work (many lots expiring at
-   * one instant) then leaves most of the process to the requests it serves.
+   * The share of their rate that everyone else writing to the log (requests, other processes)
+   * keeps while due work runs: the loop pauses after each round as long as that takes (`Pacer`).
+   * 0: never pause.
    */
-  share?: number;
+  keep?: number;
+  /**
+   * The log's head (`EventStore.headPosition`): how the loop tells how much others wrote during a
+   * round and its pause (their events are the head's move less the round's own). Without it: no pauses.
+   */
+  logHead?: (() => Promise<Checkpoint>) | undefined;
   logger?: Logger | undefined;
 }
 
-/** See `SchedulerOptions.share`. */
-const DEFAULT_SHARE = 0.5;
-const MAX_PAUSE_MS = 2_000;
+/** See `SchedulerOptions.keep`. */
+const DEFAULT_KEEP = 0.85;
 
 /** A customer whose run failed is left alone this long before another try. */
 const FAILURE_BACKOFF_MS = 5_000;
@@ -84,11 +89,15 @@ const FAILURE_BACKOFF_MS = 5_000;
  */
 export class LifecycleScheduler {
   private readonly loop: BackgroundLoop;
+  private readonly pacer: Pacer;
+  /** Ends the loop's pause early (on stop). */
+  private endPause: (() => void) | null = null;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: SchedulerOptions,
   ) {
+    this.pacer = new Pacer(options.keep ?? DEFAULT_KEEP);
     this.loop = new BackgroundLoop(() => this.paced(), {
       pollMs: options.pollMs ?? 500,
       onError: (error) => options.logger?.error({ err: error }, 'lifecycle round failed; will retry'),
@@ -100,23 +109,48 @@ export class LifecycleScheduler {
   }
 
   stop(): Promise<void> {
-    return this.loop.stop();
+    const stopped = this.loop.stop();
+    this.endPause?.();
+    return stopped;
   }
 
   wake(): void {
     this.loop.wake();
   }
 
-  /** One round of the loop, then its wait for the read models and its pause (see `settle`, `share`). */
+  /** One round of the loop, then its wait for the read models and its pause (see `settle`, `keep`). */
   private async paced(): Promise<boolean> {
+    const { logHead, settle } = this.options;
     const started = Date.now();
+    const before = await logHead?.();
     const runs = await this.runOnce();
     if (runs.length === 0) return false;
     const last = runs.reduce<Checkpoint | null>((a, r) => (r.position && (!a || compareCheckpoints(r.position, a) > 0) ? r.position : a), null);
-    if (last && this.options.settle) await this.options.settle(last);
-    const share = this.options.share ?? DEFAULT_SHARE;
-    if (share < 1) await new Promise((r) => setTimeout(r, Math.min(MAX_PAUSE_MS, ((Date.now() - started) * (1 - share)) / share)));
+    if (last && settle) await settle(last);
+    if (!logHead || !before) return true;
+    const round = { ms: Date.now() - started, others: 0 };
+    const afterRound = await logHead();
+    round.others = Math.max(0, eventsBetween(before, afterRound) - runs.reduce((n, r) => n + r.work.length, 0));
+    const ms = this.pacer.pauseAfter(round.ms, round.others);
+    if (ms <= 0) return true;
+    const paused = Date.now();
+    await this.pause(ms);
+    const pause = { ms: Date.now() - paused, others: eventsBetween(afterRound, await logHead()) };
+    this.pacer.observe(round, pause);
+    this.options.logger?.debug({ customers: runs.length, round, pause }, 'lifecycle round paced');
     return true;
+  }
+
+  /** Waits `ms`, or less if the scheduler is stopped meanwhile. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.endPause?.(), ms);
+      this.endPause = () => {
+        clearTimeout(timer);
+        this.endPause = null;
+        resolve();
+      };
+    });
   }
 
   /**
@@ -160,7 +194,7 @@ export class LifecycleScheduler {
               where due_at <= ${now}
                 and (claimed_until is null or claimed_until < ${now} or ${holderGone(sql.ref('holder'))})
               order by due_at
-              limit ${this.options.batchSize ?? 200}
+              limit ${this.options.batchSize ?? 100}
                 for update skip locked)
       update customer_due d
          set claimed_until = ${new Date(now.getTime() + (this.options.claimMs ?? 60_000))}, holder = ${this.options.holder ?? null}::bigint
@@ -211,4 +245,9 @@ export class LifecycleScheduler {
       from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(customer_id text, revision bigint, next_due timestamptz)
       where d.customer_id = r.customer_id`.execute(this.db);
   }
+}
+
+/** Events appended between two heads of the log (positions are taken one after another; a rolled-back append's count too). */
+function eventsBetween(from: Checkpoint, to: Checkpoint): number {
+  return Math.max(0, Number(to.globalPosition - from.globalPosition));
 }
