@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type CustomerCommand, customerDecider, type CustomerEvent, type CustomerState } from '../../src/commands/customer/customer-decider.js';
 import type { Lifecycle } from '../../src/commands/customer/customer-state.js';
-import { nextDueAt } from '../../src/commands/customer/due-work.js';
+import { decideDue, nextDueAt } from '../../src/commands/customer/due-work.js';
 import { pending, spendable } from '../../src/events/lots.js';
 import { fold } from '../../src/commands/decider.js';
 import { ApiError } from '../../src/errors.js';
@@ -74,6 +74,20 @@ function checkInvariant(state: CustomerState, now: Date) {
     // Due work first: nothing is left due at the time of the last decision.
     if (lot.status === 'pending') expect(lot.availableAt! > now.toISOString()).toBe(true);
     if (lot.remaining > 0 && lot.expiresAt !== null) expect(lot.expiresAt > now.toISOString()).toBe(true);
+  }
+}
+
+/**
+ * Due work decided one event at a time, the work listed afresh before each (what `decideDue` did
+ * before it listed the lots' work once): its first event on each state, then the next state.
+ */
+function dueOneByOne(state: CustomerState, lifecycle: Lifecycle): CustomerEvent[] {
+  const events: CustomerEvent[] = [];
+  for (let current = state; ; ) {
+    const first = decideDue(current, lifecycle).events[0];
+    if (!first) return events;
+    events.push(first);
+    current = customerDecider.evolve(current, { ...first, recordedAt: lifecycle.now });
   }
 }
 
@@ -162,6 +176,7 @@ describe('lifecycle decider properties', () => {
             }
             case 'wait':
               now = new Date(now.getTime() + o.hours * 3_600_000);
+              expect(decideDue(state, lifecycle()).events).toEqual(dueOneByOne(state, lifecycle()));
               run({ type: 'ApplyDueWork', lifecycle: lifecycle() });
               break;
           }

@@ -6,6 +6,7 @@
 import type { TierDefinition } from '../../events/program-events.js';
 import type { TierSnapshot } from '../../events/customer-events.js';
 import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
+import type { DueWork } from '../../events/lots.js';
 import { dueTransactionId } from './due-ids.js';
 import { addDays, type DowngradePlan, nextDowngrade } from './rolling-tiers.js';
 
@@ -49,18 +50,25 @@ export function nextDueAt(state: CustomerState, policy: LifecyclePolicy): string
 export function decideDue(state: CustomerState, lifecycle: Lifecycle): { events: CustomerEvent[]; after: CustomerState } {
   const events: CustomerEvent[] = [];
   const now = lifecycle.now.toISOString();
+  // The lots' work is listed once, not again after each step (O(n²) for n lots due at once): a
+  // piece of it changes only its own lot and never makes another piece due or undue (a release
+  // leaves its lot's notice or expiry as due as it was, a downgrade touches no lot), so the rest of
+  // the list is what listing again would give (a property test compares the two).
+  const work = state.lots.dueWork(lifecycle.now, lifecycle.settings.expiring_notice_days);
+  let done = 0;
   let current = state;
   for (let step = 0; step < MAX_STEPS; step++) {
-    const event = nextDueEvent(current, lifecycle, now);
+    const event = nextDueEvent(current, lifecycle, now, work[done]);
     if (!event) return { events, after: current };
+    if (event.type !== 'TierDowngraded') done++;
     events.push(event);
     current = evolveCustomer(current, { ...event, recordedAt: lifecycle.now });
   }
   throw new Error(`customer ${state.id}: due work did not settle`);
 }
 
-function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string): CustomerEvent | null {
-  const work = state.lots.dueWork(lifecycle.now, lifecycle.settings.expiring_notice_days)[0];
+/** The next event of due work: `work` (the first piece of lot work left) or a downgrade due before it. */
+function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string, work: DueWork | undefined): CustomerEvent | null {
   const downgrade = plannedDowngrade(state, lifecycle);
   const dueDowngrade = downgrade && downgrade.at <= now ? downgrade : null;
   if (dueDowngrade && (!work || dueDowngrade.at < work.at)) {
