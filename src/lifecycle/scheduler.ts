@@ -46,7 +46,7 @@ export interface SchedulerOptions {
   claimMs?: number;
   /** Customers claimed per round. */
   batchSize?: number;
-  /** Customers worked on at once (their appends share group commits). */
+  /** Customers worked on at once (their appends share group commits); by default a whole round, so a round waits for one or two group commits, not one per wave. */
   concurrency?: number;
   /** How often to look for due work when there was none (well under the 2 s of CONTRACT.md §13). */
   pollMs?: number;
@@ -161,7 +161,7 @@ export class LifecycleScheduler {
   async runOnce(): Promise<CustomerRun[]> {
     const claimed = await this.claim();
     const runs: CustomerRun[] = [];
-    const concurrency = this.options.concurrency ?? 32;
+    const concurrency = this.options.concurrency ?? 100;
     let next = 0;
     const worker = async () => {
       while (next < claimed.length) {
