@@ -14,7 +14,7 @@
  * pause at all (a catch-up after downtime runs flat out). Pure: the scheduler tells it what it saw.
  */
 export class Pacer {
-  /** ρ, smoothed; until a pause has been measured, the cautious 0 (others stop during rounds). */
+  /** ρ, smoothed; until a pause has been measured (since others began writing), the cautious 0 (others stop during rounds). */
   private ratio = 0;
   private measured = false;
   /** Whether others wrote during the last pause (at first: assumed, so the first round is paced). */
@@ -35,7 +35,13 @@ export class Pacer {
   /** What a round and the pause after it measured: their lengths and the others' events in each. */
   observe(round: { ms: number; others: number }, pause: { ms: number; others: number }): void {
     this.othersBetween = pause.others > 0;
-    if (round.ms <= 0 || pause.ms <= 0 || pause.others === 0) return;
+    if (!this.othersBetween) {
+      // Nobody else wrote: what was measured was of writers gone (say, a bulk load); whoever comes next starts cautious.
+      this.ratio = 0;
+      this.measured = false;
+      return;
+    }
+    if (round.ms <= 0 || pause.ms <= 0) return;
     const ratio = Math.min(1, round.others / round.ms / (pause.others / pause.ms));
     this.ratio = this.measured ? this.ratio + this.options.smoothing * (ratio - this.ratio) : ratio;
     this.measured = true;

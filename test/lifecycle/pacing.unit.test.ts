@@ -33,4 +33,12 @@ describe('lifecycle pacing', () => {
     expect(pacer.pauseAfter(10_000, 3)).toBe(5_000);
     expect(new Pacer(0, options).pauseAfter(100, 50)).toBe(0);
   });
+
+  it('forgets what it measured of writers once nobody writes in a pause: the next ones start cautious', () => {
+    const pacer = new Pacer(0.8, options);
+    pacer.observe({ ms: 100, others: 100 }, { ms: 100, others: 100 }); // a bulk load its rounds did not slow: ρ = 1
+    expect(pacer.pauseAfter(100, 100)).toBeCloseTo(10);
+    pacer.observe({ ms: 100, others: 0 }, { ms: 10, others: 0 });
+    expect(pacer.pauseAfter(100, 5)).toBeCloseTo(400);
+  });
 });
