@@ -127,7 +127,6 @@ export async function createServices(options: ServicesOptions) {
     // At most 10,000 states, and at most 250,000 lots among them (about 100 MB): a customer's state grows with its history.
     cache: new StateCache(10_000, snapshotStore(database.db), { weigh: cachedWeight, max: 250_000 }),
     settle: (p: Checkpoint) => projections.settle(p),
-    logHead: () => store.headPosition(),
     conflicts,
   };
   const deps = commandDeps(busParts);
