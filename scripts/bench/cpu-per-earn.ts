@@ -4,8 +4,8 @@
  *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer|healthz]
  * The GET kinds read customers that earned during the warm-up; `healthz` is the floor: a request
  * that passes no middleware and touches no database. PROBE_PATH=/some/path GETs that path instead
- * (any kind but earn). PROBE_PROF=dir writes each
- * process's CPU profile there (`node --cpu-prof`).
+ * (any kind but earn). PROBE_PROF=dir writes each process's CPU profile there (`node --cpu-prof`);
+ * PROBE_NODE_FLAGS='--flag …' starts the server with more node flags.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -28,7 +28,7 @@ async function main() {
   try {
     const store = { databaseUrl: databaseUrl(db) };
     const keys = await initStore(store);
-    const nodeFlags = process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : [];
+    const nodeFlags = [...(process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : []), ...(process.env.PROBE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
     const server = await ServerProcess.start({ store, processes, nodeFlags, logFile: path.join(tmp, `cpuprobe-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(customerCount, 'probe');
