@@ -1,8 +1,9 @@
 /**
  * CPU time per answered request, by process, for one hot customer (or spread customers) on
  * `serve --processes N`: robust on a busy machine where throughput is not. Usage:
- *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer]
- * The GET kinds read customers that earned during the warm-up. PROBE_PROF=dir writes each
+ *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer|healthz]
+ * The GET kinds read customers that earned during the warm-up; `healthz` is the floor: a request
+ * that passes no middleware and touches no database. PROBE_PROF=dir writes each
  * process's CPU profile there (`node --cpu-prof`).
  */
 import { readFileSync } from 'node:fs';
@@ -17,8 +18,8 @@ import { buildService, initStore, ServerProcess } from './service.js';
 const processes = Number(process.argv[2] ?? 1);
 const requests = Number(process.argv[3] ?? 4000);
 const customerCount = Number(process.argv[4] ?? 1);
-const kind = (process.argv[5] ?? 'earn') as 'earn' | 'summary' | 'customer';
-if (!['earn', 'summary', 'customer'].includes(kind)) throw new Error(`unknown kind ${kind}: earn, summary or customer`);
+const kind = (process.argv[5] ?? 'earn') as 'earn' | 'summary' | 'customer' | 'healthz';
+if (!['earn', 'summary', 'customer', 'healthz'].includes(kind)) throw new Error(`unknown kind ${kind}: earn, summary, customer or healthz`);
 async function main() {
   await buildService();
   const db = await createDatabase('cpuprobe');
@@ -26,11 +27,12 @@ async function main() {
   try {
     const store = { databaseUrl: databaseUrl(db) };
     const keys = await initStore(store);
-    const server = await ServerProcess.start({ store, processes, ...(process.env.PROBE_PROF ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] } : {}), logFile: path.join(tmp, `cpuprobe-${db}.log`) });
+    const nodeFlags = process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : [];
+    const server = await ServerProcess.start({ store, processes, nodeFlags, logFile: path.join(tmp, `cpuprobe-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(customerCount, 'probe');
     const earnPaths = customers.map((id) => `/api/v1/customers/${id}/points/transaction`);
-    const readPaths = customers.map((id) => `/api/v1/customers/${id}${kind === 'summary' ? '/summary' : ''}`);
+    const readPaths = kind === 'healthz' ? ['/healthz'] : customers.map((id) => `/api/v1/customers/${id}${kind === 'summary' ? '/summary' : ''}`);
     const load = (amount: number, read: boolean) => {
       let next = 0;
       const paths = read ? readPaths : earnPaths;

@@ -7,9 +7,11 @@ import type { IdempotentRequest } from './middleware/idempotency.js';
 import type { IdempotencyStore } from './middleware/idempotency-store.js';
 
 /**
- * Hono's typed context: what middleware puts on `c.var` for the handlers after it. A handler
- * reaches the rest of the service only through these: the command handlers, the read side, the
- * clock and the id source (set once per request by `createApp`), never the stores or the database.
+ * Hono's typed context: what middleware puts on the context (`c.set`) for the handlers after it. A
+ * handler reaches the rest of the service only through these: the command handlers, the read side,
+ * the clock and the id source (set once per request by `createApp`), never the stores or the
+ * database. Read one with `c.get('name')`: hono's `c.var` copies every variable into a new object
+ * on each access.
  */
 export interface AppEnv {
   Variables: {

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { serve } from '@hono/node-server';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,5 +50,24 @@ describe('early answers on a keep-alive connection', () => {
     }
     await agent.close();
     expect(seen).toEqual(Array(30).fill(200));
+  });
+
+  it('counts a chunked body (no Content-Length) as it streams in: over the limit 413, under it read', async () => {
+    const agent = new Agent({ connections: 1, keepAliveTimeout: 30_000 });
+    const chunked = (text: string) => Readable.from([Buffer.from(text.slice(0, 10)), Buffer.from(text.slice(10))]);
+    const send = async (text: string) => {
+      const res = await request(`${baseUrl}/api/v1/customers`, {
+        method: 'POST',
+        headers: { 'x-api-key': biz.private_key, 'content-type': 'application/json' },
+        body: chunked(text),
+        dispatcher: agent,
+      });
+      return { status: res.statusCode, body: (await res.body.json()) as { code?: string; email?: string } };
+    };
+    const big = await send(JSON.stringify({ email: 'chunked-big@example.com', metadata: { pad: 'x'.repeat(70_000) } }));
+    expect(big).toMatchObject({ status: 413, body: { code: 'payload_too_large' } });
+    const small = await send(JSON.stringify({ email: 'chunked@example.com' }));
+    expect(small).toMatchObject({ status: 201, body: { email: 'chunked@example.com' } });
+    await agent.close();
   });
 });

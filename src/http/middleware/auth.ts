@@ -53,7 +53,7 @@ const READ_METHODS = new Set(['GET', 'HEAD']);
  */
 export function requirePermission(permissions: Permission[], options: { privateOnly?: boolean; recordsNothing?: boolean } = {}) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    const principal = c.var.principal;
+    const principal = c.get('principal');
     const writes = !READ_METHODS.has(c.req.method) && !options.recordsNothing;
     if (principal.type === 'public' && (options.privateOnly || writes)) {
       throw errors.publicKeyNotAllowed();

@@ -39,10 +39,10 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   if (!KEY_FORMAT.test(key)) {
     throw errors.validation([{ path: 'Idempotency-Key', message: 'must be 1–255 printable ASCII characters' }]);
   }
-  const store = c.var.idempotencyStore;
-  const businessId = c.var.principal.businessId;
+  const store = c.get('idempotencyStore');
+  const businessId = c.get('principal').businessId;
 
-  const claim = await store.claim(businessId, key, requestFingerprint(c), c.var.clock.now());
+  const claim = await store.claim(businessId, key, requestFingerprint(c), c.get('clock').now());
   switch (claim.outcome) {
     case 'mismatch':
       throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used for a different request.');
@@ -75,7 +75,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   }
   if (c.error instanceof AnswerAlreadyStored) {
     // Another attempt of this request committed first: answer what it answered.
-    const claim = await store.claim(businessId, key, requestFingerprint(c), c.var.clock.now());
+    const claim = await store.claim(businessId, key, requestFingerprint(c), c.get('clock').now());
     if (claim.outcome === 'replay') return answerInstead(c, replay(c, claim.response));
   }
   const response = c.res;
@@ -88,7 +88,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
     if (c.error instanceof CommitOutcomeUnknown && !stored) {
       // The write may have been applied, and its answer was not stored with it: a retry takes
       // the key over at once and first looks for this attempt's events in the log.
-      await store.endLease(businessId, key, token, c.var.clock.now()).catch(() => {});
+      await store.endLease(businessId, key, token, c.get('clock').now()).catch(() => {});
     } else await store.release(businessId, key, token).catch(() => {});
     return;
   }
@@ -101,7 +101,7 @@ export const idempotency = createMiddleware<AppEnv>(async (c, next) => {
   // cannot be stored (the database went away); the key then stays held until its lease expires.
   const answer = { status: response.status, headers, body: withoutSecrets(body) };
   await store.complete(businessId, key, token, answer).catch((error) => {
-    c.var.logger.warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
+    c.get('logger').warn({ err: error, idempotencyKey: key }, 'could not store the idempotent response');
   });
   if (rebuilt) answerInstead(c, replay(c, answer));
 });
@@ -133,7 +133,7 @@ function requestFingerprint(c: Context<AppEnv>): string {
   const path = url.pathname.length > 1 ? url.pathname.replace(/\/$/, '') : url.pathname;
   const query = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256')
-    .update(canonicalJson([c.req.method, path, query, c.var.body ?? {}]))
+    .update(canonicalJson([c.req.method, path, query, c.get('body') ?? {}]))
     .digest('hex');
 }
 

@@ -9,7 +9,7 @@ const JSON_TYPE = /^application\/json\s*(?:;\s*charset\s*=\s*(?:utf-8|"utf-8")\s
 
 /**
  * Checks a request body before any route sees it: a body must be JSON sent as JSON (415), and
- * must parse strictly (see `parseStrictJson`). The parsed body is kept on `c.var.body` (undefined
+ * must parse strictly (see `parseStrictJson`). The parsed body is kept as the context's `body` (undefined
  * when there is none); an empty body is left to the route's schema to judge.
  */
 export const jsonBody = createMiddleware<AppEnv>(async (c, next) => {

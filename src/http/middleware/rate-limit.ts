@@ -34,9 +34,9 @@ export interface RateLimitTier {
  */
 export function rateLimit(tiers: Record<'private' | 'public', RateLimitTier>, clock: Clock) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    const { name, policy, store } = tiers[c.var.principal.type];
+    const { name, policy, store } = tiers[c.get('principal').type];
     if (policy.rps <= 0) return next();
-    const take = await store.take(c.var.principal.keyId, clock.now().getTime());
+    const take = await store.take(c.get('principal').keyId, clock.now().getTime());
     const headers = rateLimitHeaders(name, policy, take);
     if (!take.granted) {
       const retryAfterSeconds = Math.max(1, Math.ceil((1 - take.tokens) / policy.rps));

@@ -12,7 +12,7 @@ export const requestLog = createMiddleware<AppEnv>(async (c, next) => {
   const started = performance.now();
   await next();
   const principal = c.get('principal') as Principal | undefined;
-  c.var.logger.info(
+  c.get('logger').info(
     {
       request_id: c.get('requestId'),
       method: c.req.method,

@@ -8,14 +8,14 @@ import type { AppEnv } from '../env.js';
  * with an Idempotency-Key has that answer stored in the append's transaction (CONTRACT.md §5).
  */
 export function commandContext(c: Context<AppEnv>, answer?: { status: number; present: (event: AnsweredEvent) => unknown }): CommandContext {
-  const idempotent = c.var.idempotency;
+  const idempotent = c.get('idempotency');
   return {
     receipt: answer && idempotent && ((event) => idempotent.receipt(answer.status, answer.present(event))),
     earlierAttempt: answer && idempotent?.earlierAttempt,
-    businessId: c.var.principal.businessId,
-    actor: c.var.principal.keyId,
+    businessId: c.get('principal').businessId,
+    actor: c.get('principal').keyId,
     requestId: c.get('requestId'),
     idempotencyKey: c.req.header('idempotency-key') ?? null,
-    now: c.var.clock.now(),
+    now: c.get('clock').now(),
   };
 }

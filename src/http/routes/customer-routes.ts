@@ -28,7 +28,7 @@ import type { Context } from 'hono';
 const tags = ['Customers'];
 
 async function customerOr404(c: Context<AppEnv>, customerId: string) {
-  const row = await c.var.queries.customers.get(c.var.principal.businessId, customerId);
+  const row = await c.get('queries').customers.get(c.get('principal').businessId, customerId);
   if (!row) throw errors.customerNotFound(customerId);
   return row;
 }
@@ -47,11 +47,11 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
-      if (c.var.principal.type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
+      if (c.get('principal').type === 'public' && !filters.email && !filters.phone && !filters.external_reference) {
         throw errors.publicKeyNotAllowed('A public key looks customers up by an exact email, phone or external_reference filter; listing them needs a private key.');
       }
-      const page = await c.var.queries.customers.list(
-        c.var.principal.businessId,
+      const page = await c.get('queries').customers.list(
+        c.get('principal').businessId,
         filters,
         pageRequest({ limit, starting_after, created_after, created_before }),
       );
@@ -80,7 +80,7 @@ export const customerRoutes = createRouter()
         external_reference: body.external_reference ?? null,
         metadata: body.metadata ?? {},
       };
-      return c.json(presentCustomerRegistered(await c.var.commands.customers.register(ctx, profile)), 201);
+      return c.json(presentCustomerRegistered(await c.get('commands').customers.register(ctx, profile)), 201);
     },
   )
   .openapi(
@@ -111,8 +111,8 @@ export const customerRoutes = createRouter()
       const { customer_id } = c.req.valid('param');
       const ctx = commandContext(c);
       const changes = c.req.valid('json');
-      const profile = await c.var.commands.customers.update(ctx, customer_id, changes);
-      const row = await c.var.queries.customerAsWritten(c.var.principal.businessId, customer_id, profile ? { profile, at: ctx.now } : null);
+      const profile = await c.get('commands').customers.update(ctx, customer_id, changes);
+      const row = await c.get('queries').customerAsWritten(c.get('principal').businessId, customer_id, profile ? { profile, at: ctx.now } : null);
       if (!row) throw errors.customerNotFound(customer_id);
       return c.json(presentCustomer(row), 200);
     },
@@ -130,7 +130,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const { customer_id } = c.req.valid('param');
-      const customer = await c.var.queries.customers.summary(c.var.principal.businessId, customer_id, c.var.clock.now());
+      const customer = await c.get('queries').customers.summary(c.get('principal').businessId, customer_id, c.get('clock').now());
       if (!customer) throw errors.customerNotFound(customer_id);
       const current = presentCustomer(customer).tier;
       const next = customer.next_tier;
@@ -185,7 +185,7 @@ export const customerRoutes = createRouter()
     }),
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
-      const page = await c.var.queries.customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
+      const page = await c.get('queries').customers.ledger(customer.business_id, customer.id, pageRequest(c.req.valid('query')));
       return listResponse(c, page, presentTransaction, (row) => row.id);
     },
   )
@@ -206,7 +206,7 @@ export const customerRoutes = createRouter()
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
       const { limit, starting_after, all } = c.req.valid('query');
-      const page = await c.var.queries.customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
+      const page = await c.get('queries').customers.lots(customer.business_id, customer.id, { limit, startingAfter: starting_after }, all ?? false);
       return listResponse(c, page, presentLot, (row) => row.transaction_id);
     },
   )
@@ -229,7 +229,7 @@ export const customerRoutes = createRouter()
     async (c) => {
       const customer = await customerOr404(c, c.req.valid('param').customer_id);
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.queries.customerEvents(customer.id, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').customerEvents(customer.id, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentStreamEvent, (e) => String(e.streamPosition));
     },
   );

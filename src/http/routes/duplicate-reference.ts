@@ -16,7 +16,7 @@ export async function refusingDuplicates<T>(c: Context<AppEnv>, reference: strin
   } catch (error) {
     if (!(error instanceof DuplicateReference)) throw error;
     const { kind, id } = error.record;
-    const original = await c.var.queries.original(c.var.principal.businessId, error.record, error.position);
+    const original = await c.get('queries').original(c.get('principal').businessId, error.record, error.position);
     throw new ApiError(409, 'duplicate_transaction', `Reference '${reference}' was already used; nothing was recorded.`, {
       [kind]: (original && presentOriginal(original)) ?? { id },
     });

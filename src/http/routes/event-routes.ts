@@ -29,7 +29,7 @@ export const eventRoutes = createRouter()
     async (c) => {
       const body = c.req.valid('json');
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        c.var.commands.events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
+        c.get('commands').events.record(commandContext(c, { status: 201, present: presentEventRecorded }), {
           customerId: body.customer_id,
           eventType: body.event_type,
           properties: body.properties,
@@ -54,8 +54,8 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after, created_after, created_before, ...filters } = c.req.valid('query');
-      const page = await c.var.queries.catalog.events(
-        c.var.principal.businessId,
+      const page = await c.get('queries').catalog.events(
+        c.get('principal').businessId,
         filters,
         pageRequest({ limit, starting_after, created_after, created_before }),
       );

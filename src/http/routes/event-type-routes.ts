@@ -13,7 +13,7 @@ import { EventTypeCreateSchema, EventTypeNameParamSchema, EventTypeSchema, Event
 const tags = ['Event types'];
 
 async function eventTypeOr404(c: Context<AppEnv>, name: string) {
-  const row = await c.var.queries.catalog.eventType(c.var.principal.businessId, name);
+  const row = await c.get('queries').catalog.eventType(c.get('principal').businessId, name);
   if (!row) throw errors.eventTypeNotFound(name);
   return row;
 }
@@ -32,7 +32,7 @@ export const eventTypeRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const created = await c.var.commands.program.createEventType(commandContext(c, { status: 201, present: presentEventTypeCreated }), {
+      const created = await c.get('commands').program.createEventType(commandContext(c, { status: 201, present: presentEventTypeCreated }), {
         name: body.name,
         display_name: body.display_name,
         default_points: body.default_points,
@@ -55,7 +55,7 @@ export const eventTypeRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.queries.catalog.eventTypes(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').catalog.eventTypes(c.get('principal').businessId, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentEventType, (row) => row.id);
     },
   )
@@ -85,7 +85,7 @@ export const eventTypeRoutes = createRouter()
     }),
     async (c) => {
       const { name } = c.req.valid('param');
-      await c.var.commands.program.updateEventType(commandContext(c), name, c.req.valid('json'));
+      await c.get('commands').program.updateEventType(commandContext(c), name, c.req.valid('json'));
       return c.json(presentEventType(await eventTypeOr404(c, name)), 200);
     },
   );

@@ -19,16 +19,16 @@ const tags = ['API keys'];
  * a body the schema will refuse is left to the schema.
  */
 function mayGrant(c: Context<AppEnv>): void {
-  const parsed = KeyCreateSchema.safeParse(c.var.body);
+  const parsed = KeyCreateSchema.safeParse(c.get('body'));
   if (!parsed.success) return;
-  const missing = missingPermission(c.var.principal.permissions, permissionsForNewKey(parsed.data.type, parsed.data.permissions));
+  const missing = missingPermission(c.get('principal').permissions, permissionsForNewKey(parsed.data.type, parsed.data.permissions));
   if (missing) throw errors.insufficientPermissions(missing);
 }
 
 /** A key revokes only keys whose permissions it holds itself (CONTRACT.md §2), replays included. */
 async function mayRevoke(c: Context<AppEnv>): Promise<void> {
-  const target = await c.var.queries.access.key(c.var.principal.businessId, c.req.param('key_id') ?? '');
-  const missing = target && missingPermission(c.var.principal.permissions, target.permissions);
+  const target = await c.get('queries').access.key(c.get('principal').businessId, c.req.param('key_id') ?? '');
+  const missing = target && missingPermission(c.get('principal').permissions, target.permissions);
   if (missing) throw errors.insufficientPermissions(missing);
 }
 
@@ -69,7 +69,7 @@ export const keyRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.queries.access.keys(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').access.keys(c.get('principal').businessId, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentKey, (row) => row.id);
     },
   )

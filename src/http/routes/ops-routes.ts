@@ -167,7 +167,7 @@ export function registerOps(
   app.get('/readyz', async (c) => {
     if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
-      const [projections, webhooks] = await Promise.all([lagOf(services), services.queries.webhooks.backlog(c.var.clock.now())]);
+      const [projections, webhooks] = await Promise.all([lagOf(services), services.queries.webhooks.backlog(c.get('clock').now())]);
       // Webhooks are reported, not judged: a stuck delivery does not stop this process serving.
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
       return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections, webhooks }, ready ? 200 : 503);

@@ -30,7 +30,7 @@ export const pointsRoutes = createRouter().openapi(
     const { customer_id } = c.req.valid('param');
     const body = c.req.valid('json');
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      c.var.commands.customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
+      c.get('commands').customers.recordPoints(commandContext(c, { status: 201, present: presentTransactionEvent }), customer_id, {
         pointsType: body.type,
         amount: body.amount,
         applyMultiplier: body.apply_multiplier ?? false,
@@ -61,7 +61,7 @@ export const pointsRoutes = createRouter().openapi(
     const { customer_id, transaction_id } = c.req.valid('param');
     const body = c.req.valid('json');
     const recorded = await refusingDuplicates(c, body.reference, () =>
-      c.var.commands.lifecycle.reverse(commandContext(c, { status: 201, present: presentReversalEvent }), customer_id, {
+      c.get('commands').lifecycle.reverse(commandContext(c, { status: 201, present: presentReversalEvent }), customer_id, {
         reversedId: transaction_id,
         amount: body.amount,
         reference: body.reference ?? null,

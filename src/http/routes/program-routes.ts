@@ -22,7 +22,7 @@ export const programRoutes = createRouter()
       middleware: guard(['rewards:read']),
       responses: { 200: jsonResponse(ProgramSettingsSchema, 'The policy as it stands.'), ...errorResponses() },
     }),
-    async (c) => c.json(present(await c.var.commands.program.settings(c.var.principal.businessId)), 200),
+    async (c) => c.json(present(await c.get('commands').program.settings(c.get('principal').businessId)), 200),
   )
   .openapi(
     createRoute({
@@ -35,5 +35,5 @@ export const programRoutes = createRouter()
       request: { body: jsonBody(ProgramSettingsUpdateSchema) },
       responses: { 200: jsonResponse(ProgramSettingsSchema, 'The policy as it now stands.'), ...errorResponses() },
     }),
-    async (c) => c.json(present(await c.var.commands.program.changeSettings(commandContext(c), c.req.valid('json'))), 200),
+    async (c) => c.json(present(await c.get('commands').program.changeSettings(commandContext(c), c.req.valid('json'))), 200),
   );

@@ -15,7 +15,7 @@ import { RedemptionCreateSchema, RedemptionParamsSchema, RedemptionSchema } from
 const tags = ['Redemptions'];
 
 async function redemptionOr404(c: Context<AppEnv>, customerId: string, redemptionId: string) {
-  const row = await c.var.queries.catalog.redemption(c.var.principal.businessId, redemptionId);
+  const row = await c.get('queries').catalog.redemption(c.get('principal').businessId, redemptionId);
   if (!row || row.customer_id !== customerId) throw errors.redemptionNotFound(redemptionId);
   return row;
 }
@@ -39,7 +39,7 @@ export const redemptionRoutes = createRouter()
       const { customer_id } = c.req.valid('param');
       const body = c.req.valid('json');
       const recorded = await refusingDuplicates(c, body.reference, () =>
-        c.var.commands.redemptions.redeem(commandContext(c, { status: 201, present: presentRewardRedeemed }), {
+        c.get('commands').redemptions.redeem(commandContext(c, { status: 201, present: presentRewardRedeemed }), {
           customerId: customer_id,
           rewardId: body.reward_id,
           reference: body.reference ?? null,
@@ -65,7 +65,7 @@ export const redemptionRoutes = createRouter()
     }),
     async (c) => {
       const { customer_id, redemption_id } = c.req.valid('param');
-      const cancelled = await c.var.commands.redemptions.cancel(commandContext(c), customer_id, redemption_id);
+      const cancelled = await c.get('commands').redemptions.cancel(commandContext(c), customer_id, redemption_id);
       const row = await redemptionOr404(c, customer_id, redemption_id);
       // CONTRACT.md §6: the answer's balance is the one right after the cancellation (the row keeps the redemption's).
       return c.json({ ...presentRedemption(row), balance: recorded(cancelled, 'RedemptionCancelled').data.balance }, 200);

@@ -13,7 +13,7 @@ import { RewardCreateSchema, RewardIdParamSchema, RewardListQuerySchema, RewardS
 const tags = ['Rewards'];
 
 async function rewardOr404(c: Context<AppEnv>, rewardId: string) {
-  const row = await c.var.queries.catalog.reward(c.var.principal.businessId, rewardId);
+  const row = await c.get('queries').catalog.reward(c.get('principal').businessId, rewardId);
   if (!row) throw errors.rewardNotFound(rewardId);
   return row;
 }
@@ -32,7 +32,7 @@ export const rewardRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const created = await c.var.commands.rewards.create(commandContext(c, { status: 201, present: presentRewardCreated }), {
+      const created = await c.get('commands').rewards.create(commandContext(c, { status: 201, present: presentRewardCreated }), {
         title: body.title,
         points_cost: body.points_cost,
         reward_type: body.reward_type,
@@ -56,7 +56,7 @@ export const rewardRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after, ...filters } = c.req.valid('query');
-      const page = await c.var.queries.catalog.rewards(c.var.principal.businessId, filters, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').catalog.rewards(c.get('principal').businessId, filters, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentReward, (row) => row.id);
     },
   )
@@ -86,7 +86,7 @@ export const rewardRoutes = createRouter()
     }),
     async (c) => {
       const { reward_id } = c.req.valid('param');
-      await c.var.commands.rewards.update(commandContext(c), reward_id, c.req.valid('json'));
+      await c.get('commands').rewards.update(commandContext(c), reward_id, c.req.valid('json'));
       return c.json(presentReward(await rewardOr404(c, reward_id)), 200);
     },
   );

@@ -43,7 +43,7 @@ function refuseUndeclared(route: RouteConfig): MiddlewareHandler<AppEnv> {
       if (names.length > 0) throw errors.validation(names.map((name) => ({ path: `query.${name}`, message: 'unknown query parameter' })));
     }
     if (!takesBody) {
-      const body = c.var.body;
+      const body = c.get('body');
       const empty = body === undefined || (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0);
       if (!empty) throw errors.validation([{ path: '(body)', message: 'this route takes no body (send none, or {})' }]);
     }

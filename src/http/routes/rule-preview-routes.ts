@@ -26,7 +26,7 @@ export const rulePreviewRoutes = createRouter().openapi(
   async (c) => {
     const { name } = c.req.valid('param');
     const { properties } = c.req.valid('json');
-    const row = await c.var.queries.catalog.eventType(c.var.principal.businessId, name);
+    const row = await c.get('queries').catalog.eventType(c.get('principal').businessId, name);
     if (!row) throw errors.eventTypeNotFound(name);
     const rules = row.rules as Rule[];
     const { awarded } = eventPoints({ default_points: row.default_points, rules }, properties, 1);

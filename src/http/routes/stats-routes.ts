@@ -34,9 +34,9 @@ export const statsRoutes = createRouter().openapi(
     responses: { 200: jsonResponse(StatsSchema, 'The figures.'), ...errorResponses() },
   }),
   async (c) => {
-    const { from, to } = statsRange(c.req.valid('query'), c.var.clock.now());
-    const { stats } = c.var.queries;
-    const businessId = c.var.principal.businessId;
+    const { from, to } = statsRange(c.req.valid('query'), c.get('clock').now());
+    const { stats } = c.get('queries');
+    const businessId = c.get('principal').businessId;
     const [days, standing, tiers] = await Promise.all([stats.days(businessId, from, to), stats.standing(businessId), stats.tiers(businessId)]);
     return c.json({ from, to, days, ...standing, tiers }, 200);
   },

@@ -13,7 +13,7 @@ import { TierCreateSchema, TierIdParamSchema, TierSchema, TierUpdateSchema } fro
 const tags = ['Tiers'];
 
 async function tierOr404(c: Context<AppEnv>, tierId: string) {
-  const row = await c.var.queries.catalog.tier(c.var.principal.businessId, tierId);
+  const row = await c.get('queries').catalog.tier(c.get('principal').businessId, tierId);
   if (!row) throw errors.tierNotFound(tierId);
   return row;
 }
@@ -33,7 +33,7 @@ export const tierRoutes = createRouter()
     }),
     async (c) => {
       const body = c.req.valid('json');
-      const created = await c.var.commands.program.createTier(commandContext(c, { status: 201, present: presentTierCreated }), {
+      const created = await c.get('commands').program.createTier(commandContext(c, { status: 201, present: presentTierCreated }), {
         name: body.name,
         points_threshold: body.points_threshold,
         multiplier: body.multiplier,
@@ -57,7 +57,7 @@ export const tierRoutes = createRouter()
     async (c) => {
       const { limit, starting_after } = c.req.valid('query');
       // A business has a handful of tiers: they are paged in memory, in threshold order.
-      const all = await c.var.queries.catalog.tiers(c.var.principal.businessId);
+      const all = await c.get('queries').catalog.tiers(c.get('principal').businessId);
       let start = 0;
       if (starting_after !== undefined) {
         start = all.findIndex((t) => t.id === starting_after) + 1;
@@ -95,7 +95,7 @@ export const tierRoutes = createRouter()
     async (c) => {
       const { tier_id } = c.req.valid('param');
       await tierOr404(c, tier_id);
-      await c.var.commands.program.updateTier(commandContext(c), tier_id, c.req.valid('json'));
+      await c.get('commands').program.updateTier(commandContext(c), tier_id, c.req.valid('json'));
       return c.json(presentTier(await tierOr404(c, tier_id)), 200);
     },
   );

@@ -23,7 +23,7 @@ const tags = ['Webhooks'];
 const middleware = guard(['webhooks:write']);
 
 async function webhookOr404(c: Context<AppEnv>, webhookId: string) {
-  const row = await c.var.queries.webhooks.endpoint(c.var.principal.businessId, webhookId);
+  const row = await c.get('queries').webhooks.endpoint(c.get('principal').businessId, webhookId);
   if (!row) throw errors.webhookNotFound(webhookId);
   return row;
 }
@@ -47,7 +47,7 @@ export const webhookRoutes = createRouter()
       const body = c.req.valid('json');
       // A stored answer never holds the secret (CONTRACT.md §5): a replay shows null.
       const present = (event: AnsweredEvent) => presentWebhookCreated(event, null);
-      const { created, secret } = await c.var.commands.webhooks.create(commandContext(c, { status: 201, present }), {
+      const { created, secret } = await c.get('commands').webhooks.create(commandContext(c, { status: 201, present }), {
         url: body.url,
         events: body.events,
         description: body.description ?? null,
@@ -68,7 +68,7 @@ export const webhookRoutes = createRouter()
     }),
     async (c) => {
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.queries.webhooks.endpoints(c.var.principal.businessId, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').webhooks.endpoints(c.get('principal').businessId, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentWebhook, (row) => row.id);
     },
   )
@@ -99,7 +99,7 @@ export const webhookRoutes = createRouter()
     }),
     async (c) => {
       const { webhook_id } = c.req.valid('param');
-      await c.var.commands.webhooks.update(commandContext(c), webhook_id, c.req.valid('json'));
+      await c.get('commands').webhooks.update(commandContext(c), webhook_id, c.req.valid('json'));
       return c.json(presentWebhook(await webhookOr404(c, webhook_id)), 200);
     },
   )
@@ -140,7 +140,7 @@ export const webhookRoutes = createRouter()
     }),
     async (c) => {
       const { webhook_id } = c.req.valid('param');
-      const secret = await c.var.commands.webhooks.rotateSecret(commandContext(c), webhook_id);
+      const secret = await c.get('commands').webhooks.rotateSecret(commandContext(c), webhook_id);
       return c.json({ ...presentWebhook(await webhookOr404(c, webhook_id)), secret }, 200);
     },
   )
@@ -159,7 +159,7 @@ export const webhookRoutes = createRouter()
       const { webhook_id } = c.req.valid('param');
       await webhookOr404(c, webhook_id);
       const { limit, starting_after } = c.req.valid('query');
-      const page = await c.var.queries.webhooks.attempts(c.var.principal.businessId, webhook_id, { limit, startingAfter: starting_after });
+      const page = await c.get('queries').webhooks.attempts(c.get('principal').businessId, webhook_id, { limit, startingAfter: starting_after });
       return listResponse(c, page, presentDelivery, (row) => row.id);
     },
   )
@@ -179,7 +179,7 @@ export const webhookRoutes = createRouter()
       const { webhook_id } = c.req.valid('param');
       const endpoint = await webhookOr404(c, webhook_id);
       if (!endpoint.active) throw errors.conflict('This webhook endpoint is disabled; enable it (PATCH active: true) before sending a test.');
-      const id = await c.var.commands.webhooks.sendTest(commandContext(c), webhook_id);
+      const id = await c.get('commands').webhooks.sendTest(commandContext(c), webhook_id);
       return c.json({ id, event_type: 'webhook.test' as const, status: 'pending' as const }, 201);
     },
   );
