@@ -3,8 +3,9 @@
  * `serve --processes N`: robust on a busy machine where throughput is not. Usage:
  *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer|healthz]
  * The GET kinds read customers that earned during the warm-up; `healthz` is the floor: a request
- * that passes no middleware and touches no database. PROBE_PROF=dir writes each
- * process's CPU profile there (`node --cpu-prof`).
+ * that passes no middleware and touches no database. PROBE_PATH=/some/path GETs that path instead
+ * (any kind but earn). PROBE_PROF=dir writes each process's CPU profile there (`node --cpu-prof`);
+ * PROBE_NODE_FLAGS='--flag …' starts the server with more node flags.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,12 +28,12 @@ async function main() {
   try {
     const store = { databaseUrl: databaseUrl(db) };
     const keys = await initStore(store);
-    const nodeFlags = process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : [];
+    const nodeFlags = [...(process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : []), ...(process.env.PROBE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
     const server = await ServerProcess.start({ store, processes, nodeFlags, logFile: path.join(tmp, `cpuprobe-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(customerCount, 'probe');
     const earnPaths = customers.map((id) => `/api/v1/customers/${id}/points/transaction`);
-    const readPaths = kind === 'healthz' ? ['/healthz'] : customers.map((id) => `/api/v1/customers/${id}${kind === 'summary' ? '/summary' : ''}`);
+    const readPaths = process.env.PROBE_PATH ? [process.env.PROBE_PATH] : kind === 'healthz' ? ['/healthz'] : customers.map((id) => `/api/v1/customers/${id}${kind === 'summary' ? '/summary' : ''}`);
     const load = (amount: number, read: boolean) => {
       let next = 0;
       const paths = read ? readPaths : earnPaths;

@@ -27,6 +27,18 @@ describe('API documentation and operations endpoints', () => {
     expect([...documented].filter((r) => !served.has(r))).toEqual([]);
   });
 
+  it('names the origin each request reached as its server (the document is built once)', async () => {
+    const fetched = async (origin: string) => {
+      const res = await t.app.request(`${origin}/api/v1/openapi.json`);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      return (await res.json()) as { servers: Array<{ url: string }>; paths: unknown };
+    };
+    const [one, two] = [await fetched('http://shop.example:3000'), await fetched('https://api.loyalty.example')];
+    expect(one.servers).toEqual([{ url: 'http://shop.example:3000', description: 'This service' }]);
+    expect(two.servers).toEqual([{ url: 'https://api.loyalty.example', description: 'This service' }]);
+    expect(two.paths).toEqual(one.paths);
+  });
+
   it('documents the error responses and the key schemes', async () => {
     const doc = (await t.request('GET', '/api/v1/openapi.json')).body;
     const createCustomer = doc.paths['/api/v1/customers'].post;

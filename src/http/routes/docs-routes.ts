@@ -35,6 +35,30 @@ const PAGE = `<!doctype html>
 </body>
 </html>`;
 
+/** Stands for the origin a request reached, in the document built once (`servers`). */
+const PLACEHOLDER_ORIGIN = 'https://this-service.invalid';
+const PLACEHOLDER_ORIGIN_JSON = JSON.stringify(PLACEHOLDER_ORIGIN);
+
+function buildDocument(app: OpenAPIHono<AppEnv>) {
+  return finishDocument(
+    app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: {
+        title: 'Loyalty API',
+        version: '1.0.0',
+        license: LICENSE,
+        description:
+          'Customers, points, tiers, rewards, events and webhooks over an event-sourced ledger. Errors are `{code, message, request_id}`; ' +
+          'lists are JSON arrays with `limit`, `starting_after` and a `Link: rel="next"` header.',
+      },
+      // Absolute, so a client generated from the document has a base URL: the origin it was fetched from.
+      servers: [{ url: PLACEHOLDER_ORIGIN, description: 'This service' }],
+      security: [{ ApiKeyHeader: [] }, { BearerKey: [] }],
+      tags: TAGS,
+    }),
+  );
+}
+
 /**
  * The OpenAPI 3.1 document (generated from the zod schemas that validate requests) and a
  * reference page served entirely from local assets, so it works offline. Registered before
@@ -46,32 +70,26 @@ export function registerDocs(app: OpenAPIHono<AppEnv>): void {
   registerSharedComponents(app);
   registerWebhooks(app);
 
-  app.get('/api/v1/openapi.json', (c) =>
-    c.json(
-      finishDocument(app.getOpenAPI31Document({
-        openapi: '3.1.0',
-        info: {
-          title: 'Loyalty API',
-          version: '1.0.0',
-          license: LICENSE,
-          description:
-            'Customers, points, tiers, rewards, events and webhooks over an event-sourced ledger. Errors are `{code, message, request_id}`; ' +
-            'lists are JSON arrays with `limit`, `starting_after` and a `Link: rel="next"` header.',
-        },
-        // Absolute, so a client generated from the document has a base URL: the origin it was fetched from.
-        servers: [{ url: new URL(c.req.url).origin, description: 'This service' }],
-        security: [{ ApiKeyHeader: [] }, { BearerKey: [] }],
-        tags: TAGS,
-      })),
-    ),
-  );
+  // Built once, on the first request (every route is registered by then): generating it from the
+  // schemas takes tens of milliseconds of CPU, and the path is public. Only `servers` differs per
+  // request; it is put in where the placeholder origin stands.
+  let document: { text: string } | undefined;
+  app.get('/api/v1/openapi.json', (c) => {
+    document ??= { text: JSON.stringify(buildDocument(app)) };
+    const origin = JSON.stringify(new URL(c.req.url).origin);
+    return c.body(document.text.replace(PLACEHOLDER_ORIGIN_JSON, () => origin), 200, { 'Content-Type': 'application/json' });
+  });
   app.get('/docs', (c) => c.html(PAGE));
+  const assets = new Map<string, Uint8Array<ArrayBuffer>>();
   app.get('/docs/assets/:file', async (c) => {
     const file = c.req.param('file');
     const type = ASSETS[file];
     if (!type) return c.notFound();
     c.header('Content-Type', type);
     c.header('Cache-Control', 'public, max-age=86400');
-    return c.body(await readFile(path.join(swaggerUiDir, file)));
+    // Read once: three fixed files of the installed package.
+    let bytes = assets.get(file);
+    if (!bytes) assets.set(file, (bytes = new Uint8Array(await readFile(path.join(swaggerUiDir, file)))));
+    return c.body(bytes);
   });
 }
