@@ -20,8 +20,8 @@ export function registerAuditCommands(program: Command, kit: CliKit): void {
         if (opts.customer !== undefined) await assertCustomerExists(services.store, opts.customer, kit);
         const report = await auditStore(services.db, services.store, { customerId: opts.customer });
         const clean = auditIsClean(report);
-        process.stdout.write(opts.json ? `${JSON.stringify({ clean, ...report })}\n` : `${formatAuditReport(report)}\n`);
-        if (!clean) process.exitCode = 1;
+        kit.io.stdout.write(opts.json ? `${JSON.stringify({ clean, ...report })}\n` : `${formatAuditReport(report)}\n`);
+        if (!clean) kit.io.setExitCode(1);
       }),
     );
 
@@ -35,7 +35,7 @@ export function registerAuditCommands(program: Command, kit: CliKit): void {
         async (services) => {
           const events = await assertCustomerExists(services.store, opts.customer, kit);
           const statement = replayCustomer(events);
-          process.stdout.write(
+          kit.io.stdout.write(
             opts.json ? `${JSON.stringify({ customer_id: opts.customer, statement })}\n` : `${formatStatement(opts.customer, statement)}\n`,
           );
         },

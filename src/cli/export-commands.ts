@@ -88,19 +88,19 @@ export function registerExportCommands(program: Command, kit: CliKit): void {
       if (from && to && to <= from) throw kit.fail('--to must be later than --from.');
       return kit.withServices(async (services) => {
         if (!(await services.queries.access.business(opts.business))) throw kit.fail(`No business with id '${opts.business}'.`);
-        const out = opts.output ? await openOutput(opts.output, kit.fail) : process.stdout;
-        const bar = exportProgressBar();
+        const out = opts.output ? await openOutput(opts.output, kit.fail) : kit.io.stdout;
+        const bar = exportProgressBar(kit.io.stderr);
         const started = performance.now();
         const written = await writeExport(services.db, kind, opts.format, { businessId: opts.business, from, to }, out, {
           start: (total) => bar.start(total, 0, { what: NOUNS[kind], rate: 0 }),
           update: (done) => bar.update(done, { rate: Math.round(done / Math.max((performance.now() - started) / 1000, 0.001)) }),
         }).finally(() => bar.stop());
-        if (out !== process.stdout) {
+        if (out !== kit.io.stdout) {
           out.end();
           await finished(out);
         }
         const seconds = ((performance.now() - started) / 1000).toFixed(1);
-        process.stderr.write(`Exported ${written} ${NOUNS[kind]} (${opts.format}) in ${seconds} s${opts.output ? ` to ${opts.output}` : ''}.\n`);
+        kit.io.stderr.write(`Exported ${written} ${NOUNS[kind]} (${opts.format}) in ${seconds} s${opts.output ? ` to ${opts.output}` : ''}.\n`);
       });
     });
 }

@@ -17,12 +17,12 @@ export function registerLifecycleCommands(program: Command, kit: CliKit): void {
         await services.projections.catchUp();
         const done = runs.filter((r) => r.work.length > 0);
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(done.map(runJson))}\n`);
+          kit.io.stdout.write(`${JSON.stringify(done.map(runJson))}\n`);
           return;
         }
         const lines = done.flatMap((run) => run.work.map((w) => `${run.customer_id}  ${describe(w)}`));
         const total = done.reduce((sum, r) => sum + r.work.length, 0);
-        process.stdout.write(`${[...lines, `Done: ${counted(total, 'piece')} of due work for ${counted(done.length, 'customer')}.`].join('\n')}\n`);
+        kit.io.stdout.write(`${[...lines, `Done: ${counted(total, 'piece')} of due work for ${counted(done.length, 'customer')}.`].join('\n')}\n`);
       }),
     );
 }

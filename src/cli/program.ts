@@ -11,6 +11,7 @@ import { counted } from '../plural.js';
 import { createServices, type Services } from '../services.js';
 import { registerAuditCommands } from './audit-commands.js';
 import type { CliKit } from './cli-kit.js';
+import { type CliIo, processIo } from './cli-io.js';
 import { registerExportCommands } from './export-commands.js';
 import { registerLifecycleCommands } from './lifecycle-commands.js';
 import { registerProjectionCommands } from './projection-commands.js';
@@ -25,21 +26,19 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 const planOption = () => new Option('--plan <plan>', 'plan of the business').choices(['free', 'unlimited']).default('unlimited');
 
 /** Opens the store for one command, catching the read models up (unless told not to), and always closes it. */
-async function withServices<T>(work: (services: Services) => Promise<T>, { catchUp = true }: { catchUp?: boolean } = {}): Promise<T> {
-  const config = loadConfig();
-  // stdout belongs to the command's output (scripts parse --json); logs go to stderr.
-  const logger = pino({ level: config.logLevel }, pino.destination(2));
-  const services = await createServices({ config, logger });
-  try {
-    if (catchUp) await services.projections.catchUp();
-    return await work(services);
-  } finally {
-    await services.close();
-  }
-}
-
-function print(json: boolean, value: unknown, text: string) {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+function servicesOpener(io: CliIo): CliKit['withServices'] {
+  return async (work, { catchUp = true } = {}) => {
+    const config = loadConfig(io.env);
+    // stdout belongs to the command's output (scripts parse --json); logs go to stderr.
+    const logger = pino({ level: config.logLevel }, io.logDestination?.() ?? io.stderr);
+    const services = await createServices({ config, logger });
+    try {
+      if (catchUp) await services.projections.catchUp();
+      return await work(services);
+    } finally {
+      await services.close();
+    }
+  };
 }
 
 /** Thrown for a command that cannot run; the message is printed and the exit code is 1. */
@@ -56,12 +55,15 @@ async function resolveBusiness(services: Services, requested: string | undefined
   throw new CliError('The store has several businesses; say which with --business ID.');
 }
 
-export function buildProgram(): Command {
+/** The program, reading its settings from `io` and writing there (src/cli/run-cli.ts runs it). */
+export function buildProgram(io: CliIo = processIo()): Command {
+  const withServices = servicesOpener(io);
+  const print = (json: boolean, value: unknown, text: string) => io.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
   const program = new Command('loyalty')
     .description('Loyalty points service: an event-sourced ledger with an HTTP API.')
     .version(VERSION, '-V, --version', 'print the version')
     .showHelpAfterError()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 
   program
     .command('serve')
@@ -70,7 +72,7 @@ export function buildProgram(): Command {
       new Option('--role <role>', 'api: HTTP only; workers: projections and webhook delivery, no API (HTTP on PORT: /healthz, /readyz, /metrics only); all: both').choices(SERVE_ROLES).default('all'),
     )
     .option('--processes <n>', 'HTTP processes on a PostgreSQL server (default: LOYALTY_PROCESSES, else one per core); the embedded store serves with one')
-    .action((opts: { role: ServeRole; processes?: string }) => serve(loadConfig(), opts.role, opts.processes));
+    .action((opts: { role: ServeRole; processes?: string }) => serve(loadConfig(io.env), opts.role, opts.processes));
 
   program
     .command('migrate')
@@ -78,7 +80,7 @@ export function buildProgram(): Command {
     .action(() =>
       withServices(async (services) => {
         const applied = await migrateToLatest(services.db);
-        process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
+        io.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
       }),
     );
 
@@ -137,7 +139,7 @@ export function buildProgram(): Command {
         if (!(await services.queries.access.business(businessId))) throw new CliError(`No business with id '${businessId}'.`);
         const { changed, customers } = await setBusinessPlan(services, businessId, plan);
         const limit = plan === 'free' ? `; the free plan allows ${PLAN_LIMITS.free}` : '';
-        process.stdout.write(
+        io.stdout.write(
           changed
             ? `Business ${businessId} is now on the ${plan} plan (${counted(customers, 'customer')}${limit}).\n`
             : `Business ${businessId} is already on the ${plan} plan; nothing changed.\n`,
@@ -215,11 +217,11 @@ export function buildProgram(): Command {
           if (error instanceof ApiError && error.code === 'last_private_key') throw new CliError(`${error.message} Use --force to revoke it anyway.`);
           throw error;
         }
-        process.stdout.write(`Revoked ${keyId}.\n`);
+        io.stdout.write(`Revoked ${keyId}.\n`);
       }),
     );
 
-  const kit: CliKit = { withServices, fail: (message) => new CliError(message) };
+  const kit: CliKit = { withServices, fail: (message) => new CliError(message), io };
   registerAuditCommands(program, kit);
   registerProjectionCommands(program, kit);
   registerLifecycleCommands(program, kit);

@@ -18,7 +18,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
       kit.withServices(
         async (services) => {
           const statuses = await projectionStatus(services.db, services.store, PROJECTORS);
-          process.stdout.write(opts.json ? `${JSON.stringify(statuses)}\n` : `${formatProjectionStatus(statuses)}\n`);
+          kit.io.stdout.write(opts.json ? `${JSON.stringify(statuses)}\n` : `${formatProjectionStatus(statuses)}\n`);
         },
         { catchUp: false },
       ),
@@ -39,7 +39,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           // One pass over the log for all of them: each page is read once and applied to every copy.
           const names = chosen.map((p) => p.name).join(', ');
           const started = Date.now();
-          const bar = rebuildProgressBar();
+          const bar = rebuildProgressBar(kit.io.stderr);
           bar.start(1, 0, { projector: names, rate: 0 });
           const result = await rebuildProjections(services.db, services.store, chosen, {
             onProgress: ({ done, total }) => {
@@ -50,7 +50,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           }).finally(() => bar.stop());
           const seconds = ((Date.now() - started) / 1000).toFixed(1);
           for (const projector of chosen) {
-            process.stdout.write(
+            kit.io.stdout.write(
               `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${counted(result.events, 'event')} replayed in ${seconds} s, checkpoint ${result.checkpoint.globalPosition}.\n`,
             );
           }

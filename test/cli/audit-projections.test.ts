@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshStore, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
 import { businessPoster, storeOpener } from './cli-support.js';
+import { runInProcess } from './in-process.js';
 
 /**
- * The real `loyalty audit …` and `loyalty projections rebuild` processes on one store: exit codes
- * and output. (What they compute, the refusal to rebuild the webhooks reactor included, is tested
+ * `loyalty audit …` and `loyalty projections rebuild` on one store: exit codes and output. The
+ * first runs the built program as a process (exit code 1 without an exception: the process's
+ * exitCode); the others run the same program in this process (test/cli/in-process.ts). (What they compute, the refusal to rebuild the webhooks reactor included, is tested
  * in process, which is much faster: test/audit, test/projections/rebuild.test.ts.)
  */
 describe.sequential('loyalty audit and loyalty projections', () => {
@@ -44,24 +46,24 @@ describe.sequential('loyalty audit and loyalty projections', () => {
   }, PROCESS_TEST_TIMEOUT_MS);
 
   it('audit verify --json: one JSON object with the drift, exit 1', async () => {
-    const run = await runCli(['audit', 'verify', '--json'], store);
+    const run = await runInProcess(['audit', 'verify', '--json'], store);
     expect(run.code, run.stderr).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report).toMatchObject({ clean: false, customers: 1, breaks: [], drifts: [{ customerId: customer, field: 'lifetime_redeemed', log: 30, readModel: 7 }] });
   }, PROCESS_TEST_TIMEOUT_MS);
 
   it('projections rebuild repairs it, and audit verify then exits 0 with one line', async () => {
-    const rebuild = await runCli(['projections', 'rebuild', 'customers'], store);
+    const rebuild = await runInProcess(['projections', 'rebuild', 'customers'], store);
     expect(rebuild.code, rebuild.stderr).toBe(0);
     expect(rebuild.stdout).toMatch(/^Rebuilt customers \(customers, ledger_entries, recorded_events, tier_changes, lots\): \d+ events replayed in [\d.]+ s, checkpoint \d+\.\n$/);
 
-    const verify = await runCli(['audit', 'verify', '--customer', customer], store);
+    const verify = await runInProcess(['audit', 'verify', '--customer', customer], store);
     expect(verify.code, verify.stderr).toBe(0);
     expect(verify.stdout).toMatch(/^Audit clean: \d+ events in 1 stream, 1 customer; every hash chain holds and the read models match the log\.\n$/);
   }, PROCESS_TEST_TIMEOUT_MS);
 
   it('audit replay --json: the statement, each event with the state after it', async () => {
-    const run = await runCli(['audit', 'replay', '--customer', customer, '--json'], store);
+    const run = await runInProcess(['audit', 'replay', '--customer', customer, '--json'], store);
     expect(run.code, run.stderr).toBe(0);
     const { customer_id, statement } = JSON.parse(run.stdout);
     expect(customer_id).toBe(customer);

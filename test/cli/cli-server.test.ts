@@ -12,6 +12,7 @@ import {
   startServer,
 } from '../e2e/process-helpers.js';
 import { parseStdout, useStores } from './cli-support.js';
+import { runInProcess } from './in-process.js';
 
 const newStore = useStores();
 
@@ -38,8 +39,9 @@ describe('the loyalty command line', () => {
 
     beforeAll(async () => {
       store = await newStore();
-      init = await runCli(['init', '--business', 'Corner Café', '--plan', 'free'], store);
-      made = await runCli(['keys', 'create', '--type', 'private', '--permissions', 'customers:read,customers:write', '--json'], store);
+      // What the store is given runs in this process (./in-process.ts); the server is the built program.
+      init = await runInProcess(['init', '--business', 'Corner Café', '--plan', 'free'], store);
+      made = await runInProcess(['keys', 'create', '--type', 'private', '--permissions', 'customers:read,customers:write', '--json'], store);
       server = await startServer(store);
     }, 120_000);
 

@@ -11,7 +11,8 @@ import { freshStore, killAllProcesses, type ProcessStore } from '../e2e/process-
 
 /**
  * What the command-line test files share. They were one file; as four, the suite's two workers
- * share them (each runs its commands one after another: every one is a process that opens the store).
+ * share them. Most commands run in the test's process (./in-process.ts); a few as the built
+ * program, where the process is the point.
  */
 
 /** The one JSON object that `init --json` and `businesses create --json` print. */
@@ -89,6 +90,11 @@ export function storeOpener(store: () => ProcessStore) {
 /** A new business on `services`, and a POST through the real app with its private key (any 2xx, or the test fails). */
 export async function businessPoster(services: Services): Promise<(path: string, body: unknown) => Promise<{ id: string }>> {
   const { private_key: key } = await provisionBusiness(services, 'Shop', 'unlimited');
+  return apiPoster(services, key);
+}
+
+/** A POST through the real app on `services` with `key` (any 2xx, or the test fails). */
+export function apiPoster(services: Services, key: string): (path: string, body: unknown) => Promise<{ id: string }> {
   const app = createApp(services);
   return async (path, body) => {
     const response = await app.request(`/api/v1${path}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type CliResult, type ProcessStore, runCli } from '../e2e/process-helpers.js';
 import { expectProvisioned, type ListedKey, parseStdout, type Provisioned, useStores } from './cli-support.js';
+import { runInProcess } from './in-process.js';
 
 const newStore = useStores();
 
@@ -14,9 +15,11 @@ describe('the loyalty command line', () => {
 
     beforeAll(async () => {
       store = await newStore({ migrated: false });
+      // The built program, as a process, on an empty store: its very first start. The other commands
+      // run in this process (test/cli/in-process.ts): what they print and exit with is the point.
       initRun = await runCli(['init', '--business', 'First shop', '--plan', 'free', '--json'], store);
       first = parseStdout<Provisioned>(initRun);
-      createRun = await runCli(['businesses', 'create', '--name', 'Second shop', '--json'], store);
+      createRun = await runInProcess(['businesses', 'create', '--name', 'Second shop', '--json'], store);
       second = parseStdout<Provisioned>(createRun);
     }, 120_000);
 
@@ -26,7 +29,7 @@ describe('the loyalty command line', () => {
     });
 
     it('init on a store already set up exits 1 and says so, printing no keys', async () => {
-      const again = await runCli(['init', '--json'], store);
+      const again = await runInProcess(['init', '--json'], store);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/already set up/i);
       expect(again.stdout).not.toMatch(/sk_live_|pk_live_/);
@@ -39,12 +42,12 @@ describe('the loyalty command line', () => {
     });
 
     it('businesses list shows both businesses with the names and plans given, as text and as JSON, and nothing else', async () => {
-      const text = await runCli(['businesses', 'list'], store);
+      const text = await runInProcess(['businesses', 'list'], store);
       expect(text.code, text.stderr).toBe(0);
       for (const name of ['First shop', 'Second shop']) expect(text.stdout).toContain(name);
       for (const b of [first, second]) expect(text.stdout).toContain(b.business_id);
 
-      const json = await runCli(['businesses', 'list', '--json'], store);
+      const json = await runInProcess(['businesses', 'list', '--json'], store);
       expect(json.code, json.stderr).toBe(0);
       // Exactly these two: the refused second init added nothing.
       expect(parseStdout<unknown[]>(json)).toEqual([
@@ -54,14 +57,14 @@ describe('the loyalty command line', () => {
     }, 120_000);
 
     it('keys create exits 1 and asks for --business when the store has several businesses', async () => {
-      const result = await runCli(['keys', 'create', '--type', 'private', '--json'], store);
+      const result = await runInProcess(['keys', 'create', '--type', 'private', '--json'], store);
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('--business');
       expect(result.stdout).not.toMatch(/sk_live_/);
     }, 120_000);
 
     it('keys create refuses an unknown permission with exit 1, naming it', async () => {
-      const result = await runCli(
+      const result = await runInProcess(
         ['keys', 'create', '--type', 'private', '--business', first.business_id, '--permissions', 'customers:read,points:steal', '--json'],
         store,
       );
@@ -71,7 +74,7 @@ describe('the loyalty command line', () => {
     }, 120_000);
 
     it('keys create --permissions makes a restricted key; keys revoke marks it revoked; keys list shows both, never a secret', async () => {
-      const made = await runCli(
+      const made = await runInProcess(
         ['keys', 'create', '--type', 'private', '--business', second.business_id, '--permissions', 'customers:read,points:read', '--json'],
         store,
       );
@@ -82,10 +85,10 @@ describe('the loyalty command line', () => {
       expect(created.type).toBe('private');
       expect([...created.permissions].sort()).toEqual(['customers:read', 'points:read']);
 
-      const revoke = await runCli(['keys', 'revoke', created.id], store);
+      const revoke = await runInProcess(['keys', 'revoke', created.id], store);
       expect(revoke.code, revoke.stderr).toBe(0);
 
-      const list = await runCli(['keys', 'list', '--json'], store);
+      const list = await runInProcess(['keys', 'list', '--json'], store);
       expect(list.code, list.stderr).toBe(0);
       const keys = parseStdout<ListedKey[]>(list);
       const listed = keys.find((k) => k.id === created.id);
@@ -102,7 +105,7 @@ describe('the loyalty command line', () => {
     }, 120_000);
 
     it('migrate exits 0 on a store that is already migrated', async () => {
-      const result = await runCli(['migrate'], store);
+      const result = await runInProcess(['migrate'], store);
       expect(result.code, result.stderr).toBe(0);
     }, 120_000);
   });

@@ -1,10 +1,13 @@
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeExport } from '../../src/cli/export-commands.js';
+import { provisionBusiness } from '../../src/cli/provision.js';
 import type { ExportFormat } from '../../src/cli/export-format.js';
 import type { ExportKind, ExportRequest } from '../../src/projections/export-rows.js';
-import { api, exitWithin, freshStore, killAllProcesses, type ProcessStore, runCli, startServer } from '../e2e/process-helpers.js';
+import { freshStore, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
+import { apiPoster, storeOpener } from './cli-support.js';
+import { runInProcess } from './in-process.js';
 
 /** Everything an export writes, and the largest chunk it wrote at once (the page it held). */
 async function exported(t: TestApp, kind: ExportKind, format: ExportFormat, request: ExportRequest) {
@@ -109,21 +112,22 @@ describe('loyalty export: the rows it writes', () => {
   });
 });
 
+/**
+ * The first test runs the built program as a process (the export streamed to a real pipe); the
+ * refusals run the same program in this process (./in-process.ts).
+ */
 describe('loyalty export: the command', () => {
   let store: ProcessStore;
   let businessId: string;
+  const withStore = storeOpener(() => store);
   beforeAll(async () => {
     store = await freshStore();
-    const init = await runCli(['init', '--json'], store);
-    expect(init.code, init.stderr).toBe(0);
-    const { business_id, private_key } = JSON.parse(init.stdout) as { business_id: string; private_key: string };
-    businessId = business_id;
-    const server = await startServer(store);
-    for (const email of ['a@example.com', 'b@example.com']) {
-      expect((await api(server.baseUrl, 'POST', '/api/v1/customers', { key: private_key, body: { email } })).status).toBe(201);
-    }
-    server.signal('SIGTERM');
-    await exitWithin(server, 15_000);
+    await withStore(async (services) => {
+      const { business_id, private_key } = await provisionBusiness(services, 'Shop', 'unlimited');
+      businessId = business_id;
+      const post = apiPoster(services, private_key);
+      for (const email of ['a@example.com', 'b@example.com']) await post('/customers', { email });
+    });
   }, 120_000);
   afterAll(async () => {
     await killAllProcesses();
@@ -140,7 +144,7 @@ describe('loyalty export: the command', () => {
   }, 60_000);
 
   it('refuses a bad date, a reversed window, an unknown business, an unknown format and an unwritable file with one line, exit 1', async () => {
-    // One after another: on the embedded store one process at a time may open it.
+    // One after another: on the embedded store one owner at a time may open it.
     const runs = [];
     for (const args of [
       ['--business', businessId, '--format', 'csv', '--from', '2026-02-30x'],
@@ -149,7 +153,7 @@ describe('loyalty export: the command', () => {
       ['--business', businessId, '--format', 'xlsx'],
       ['--business', businessId, '--format', 'csv', '--output', '/nonexistent-directory/ledger.csv'],
     ]) {
-      runs.push(await runCli(['export', 'ledger', ...args], store));
+      runs.push(await runInProcess(['export', 'ledger', ...args], store));
     }
     const [badDate, reversed, unknown, format, unwritable] = runs;
     expect(badDate!.stderr).toContain("--from must be an ISO 8601 date or date-time");

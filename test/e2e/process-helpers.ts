@@ -46,8 +46,8 @@ export async function freshStore({ migrated = false }: { migrated?: boolean } = 
   return { env: { LOYALTY_DATA_DIR: dir }, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The child's environment: ours without any store or port settings, plus the store's. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+/** The child's environment: ours without any store or port settings, plus the store's (test/cli/in-process.ts runs commands with it too). */
+export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'LOYALTY_DATA_DIR', 'EVENTSTORE_URL', 'PORT', 'HOST', 'NODE_OPTIONS']) delete env[name];
   // Small pools: the suite runs two files at once, some with five server processes, on one

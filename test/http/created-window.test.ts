@@ -84,7 +84,10 @@ describe('created_after / created_before on the lists analysts read by date', ()
   });
 
   it('is typed in the client: the window is part of each list’s query', async () => {
-    const api = createLoyaltyClient({ baseUrl: 'http://loyalty.test', apiKey: key, fetch: (input, init) => Promise.resolve(t.app.request(input, init)) });
+    // The client always passes a Request. app.fetch takes it as it is; app.request would take it for
+    // a URL unless it is an instance of the global Request, which @hono/node-server replaces once a
+    // file of the same worker has listened with it (the workers share one module graph).
+    const api = createLoyaltyClient({ baseUrl: 'http://loyalty.test', apiKey: key, fetch: (request) => Promise.resolve(t.app.fetch(request as Request)) });
     const customers = await unwrap(api.GET('/api/v1/customers', { params: { query: { created_after: '2026-01-15T00:00:00Z' } } }));
     expect(customers.map((c) => c.id)).toEqual([made[1]!.customer, made[2]!.customer]);
     const lines = [];

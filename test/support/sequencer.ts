@@ -7,8 +7,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * near the end. Vitest's own order does this only with the durations it cached from an earlier run
  * (node_modules/.vite, which `npm ci` empties: a CI run has none); without them it runs larger
  * files first, and the long files are not the large ones: they are the ones that start the real
- * program, a PostgreSQL cluster or a browser. So: the cached duration where there is one, else an
- * estimate from what the file imports.
+ * program, a PostgreSQL cluster or a browser. So: the longer of the cached duration (where there is
+ * one) and an estimate from what the file imports.
  */
 const SLOW_IMPORTS = /from '[^']*\/(?:process-helpers|own-postgres|browser|earning-service)\.js'/;
 /** What a file that starts processes is assumed to take (ms) when no run has been cached. */
@@ -23,13 +23,17 @@ export default class LongestFirstSequencer extends BaseSequencer {
     for (const file of files) {
       const key = `${file.project.name}:${relative(this.ctx.config.root, file.moduleId)}`;
       const cached = cache.getFileTestResults(key);
-      if (cached) {
-        // A file that failed last time runs first, as with vitest's own order.
-        weight.set(file, cached.failed ? Number.MAX_SAFE_INTEGER : cached.duration);
+      // A file that failed last time runs first, as with vitest's own order.
+      if (cached?.failed) {
+        weight.set(file, Number.MAX_SAFE_INTEGER);
         continue;
       }
       const source = readFileSync(file.moduleId, 'utf8');
-      weight.set(file, SLOW_IMPORTS.test(source) ? PROCESS_FILE_ESTIMATE_MS : source.length * MS_PER_BYTE);
+      const estimate = SLOW_IMPORTS.test(source) ? PROCESS_FILE_ESTIMATE_MS : source.length * MS_PER_BYTE;
+      // Never less than the estimate: the server pass finds the embedded pass's durations cached,
+      // and there the server-only files (clusters, several processes on one database) were
+      // skipped in a few seconds; taken as is, they ran last and the pass ended on them.
+      weight.set(file, Math.max(cached?.duration ?? 0, estimate));
     }
     return [...files].sort((a, b) => weight.get(b)! - weight.get(a)!);
   }
