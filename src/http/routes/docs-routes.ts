@@ -73,11 +73,11 @@ export function registerDocs(app: OpenAPIHono<AppEnv>): void {
   // Built once, on the first request (every route is registered by then): generating it from the
   // schemas takes tens of milliseconds of CPU, and the path is public. Only `servers` differs per
   // request; it is put in where the placeholder origin stands.
-  let document: { text: string } | undefined;
+  let documentText: string | undefined;
   app.get('/api/v1/openapi.json', (c) => {
-    document ??= { text: JSON.stringify(buildDocument(app)) };
+    documentText ??= JSON.stringify(buildDocument(app));
     const origin = JSON.stringify(new URL(c.req.url).origin);
-    return c.body(document.text.replace(PLACEHOLDER_ORIGIN_JSON, () => origin), 200, { 'Content-Type': 'application/json' });
+    return c.body(documentText.replace(PLACEHOLDER_ORIGIN_JSON, () => origin), 200, { 'Content-Type': 'application/json' });
   });
   app.get('/docs', (c) => c.html(PAGE));
   const assets = new Map<string, Uint8Array<ArrayBuffer>>();
