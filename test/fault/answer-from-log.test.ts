@@ -78,6 +78,13 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
     return events.filter((e) => e.metadata.idempotency_key === idempotencyKey);
   }
 
+  /** `answer` is `original` replayed: the same 201 and body, marked `Idempotent-Replayed`. */
+  function expectReplayOf(answer: { status: number; text: string; headers: Headers }, original: { text: string }) {
+    expect(answer.status, answer.text).toBe(201);
+    expect(answer.headers.get('idempotent-replayed')).toBe('true');
+    expect(answer.text).toBe(original.text);
+  }
+
   const waitForLease = () => new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
 
   it('answers the retry of a committed earn from its event in the log: the same 201, one event, after the lease', async () => {
@@ -97,17 +104,13 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
 
     await waitForLease();
     const retry = await post(`/api/v1/customers/${customerId}/points/transaction`, key, earn);
-    expect(retry.status, retry.text).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(retry.text).toBe(first.text);
+    expectReplayOf(retry, first);
     expect(await loggedUnder(`customer-${customerId}`, key)).toHaveLength(1);
     expect((await record(key))?.state).toBe('done');
 
     // The rebuilt answer is now the stored one.
     const again = await post(`/api/v1/customers/${customerId}/points/transaction`, key, earn);
-    expect(again.status).toBe(201);
-    expect(again.headers.get('idempotent-replayed')).toBe('true');
-    expect(again.text).toBe(first.text);
+    expectReplayOf(again, first);
 
     const ledger = await app.request('GET', `/api/v1/customers/${customerId}/transactions`, { key: business.private_key });
     expect(ledger.body.map((t: { id: string }) => t.id)).toEqual([first.body.id]);
@@ -132,9 +135,7 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
 
     await waitForLease();
     const retry = await post(`/api/v1/customers/${customerId}/points/transaction`, key, deduct);
-    expect(retry.status, retry.text).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(retry.text).toBe(first.text);
+    expectReplayOf(retry, first);
     expect(retry.body.balance).toBe(45); // the balance right after the deduct, as first answered
     expect(await loggedUnder(`customer-${customerId}`, key)).toHaveLength(1);
     const customer = await app.request('GET', `/api/v1/customers/${customerId}`, { key: business.private_key });
@@ -195,13 +196,9 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
 
     await waitForLease();
     const retryEvent = await post('/api/v1/events', eventKey, event);
-    expect(retryEvent.status, retryEvent.text).toBe(201);
-    expect(retryEvent.headers.get('idempotent-replayed')).toBe('true');
-    expect(retryEvent.text).toBe(firstEvent.text);
+    expectReplayOf(retryEvent, firstEvent);
     const retryRedemption = await post(`/api/v1/customers/${customerId}/redemptions`, redemptionKey, redemption);
-    expect(retryRedemption.status, retryRedemption.text).toBe(201);
-    expect(retryRedemption.headers.get('idempotent-replayed')).toBe('true');
-    expect(retryRedemption.text).toBe(firstRedemption.text);
+    expectReplayOf(retryRedemption, firstRedemption);
 
     expect(await loggedUnder(`customer-${customerId}`, eventKey)).toHaveLength(1);
     expect(await loggedUnder(`customer-${customerId}`, redemptionKey)).toHaveLength(1);
@@ -219,9 +216,7 @@ describe(`an Idempotency-Key whose answer was not recorded, on a store that reco
 
     await waitForLease();
     const retry = await post('/api/v1/tiers', key, tier);
-    expect(retry.status, retry.text).toBe(201);
-    expect(retry.headers.get('idempotent-replayed')).toBe('true');
-    expect(retry.text).toBe(first.text);
+    expectReplayOf(retry, first);
     const tiers = await app.request('GET', '/api/v1/tiers', { key: business.private_key });
     expect(tiers.body.map((t: { id: string }) => t.id)).toEqual([first.body.id]);
   });
