@@ -1,14 +1,13 @@
 import type { Server } from 'node:http';
-import { Server as NetServer } from 'node:net';
+import { type AddressInfo, Server as NetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { serve as listen } from '@hono/node-server';
 import pino from 'pino';
 import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
 import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
 import { type Config, ConfigError, servingProcesses } from '../config.js';
 import { type AppOptions, createApp } from '../http/app.js';
-import { answerClientErrors } from '../http/errors/client-error.js';
+import { createHttpServer } from '../http/http-server.js';
 import { createMetrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
@@ -146,9 +145,8 @@ const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
 function listenHttp(services: Services, options: AppOptions, onListening: (port: number) => void): Server {
   const app = createApp(services, options);
   const { port, host } = services.config;
-  const server = listen({ fetch: app.fetch, port, hostname: host }, (info) => onListening(info.port)) as Server;
-  // A request Node cannot parse (oversized headers, broken framing) gets a JSON error too.
-  answerClientErrors(server, services.logger);
+  const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger });
+  server.listen(port, host, () => onListening((server.address() as AddressInfo).port));
   return server;
 }
 

@@ -2,27 +2,28 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { Duplex } from 'node:stream';
-import { serve } from '@hono/node-server';
+import type { Server } from 'node:http';
 import { Hono } from 'hono';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { answerClientErrors, type ClientError, clientErrorListener } from '../../src/http/errors/client-error.js';
+import { type ClientError, clientErrorListener } from '../../src/http/errors/client-error.js';
+import { createHttpServer } from '../../src/http/http-server.js';
 import { rawRequest } from '../support/raw-http.js';
 
 /**
  * Requests Node's HTTP parser refuses never reach the app, so they are tested on a real server:
- * the same `serve` and `answerClientErrors` as `loyalty serve`, raw bytes over TCP.
+ * the same `createHttpServer` as `loyalty serve`, raw bytes over TCP.
  */
 describe('requests the HTTP parser refuses', () => {
-  let server: ReturnType<typeof serve>;
+  let server: Server;
   let port: number;
   const logged: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
     const app = new Hono().get('/', (c) => c.json({ ok: true }));
-    server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
-    answerClientErrors(server, pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) }));
-    if (!server.listening) await once(server, 'listening');
+    server = createHttpServer(app.fetch, { hostname: '127.0.0.1', logger: pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) }) });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
     port = (server.address() as AddressInfo).port;
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -44,6 +45,12 @@ describe('requests the HTTP parser refuses', () => {
     const response = await rawRequest(port, `GET / HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`);
     const body = expectJsonError(response, 431, 'headers_too_large');
     expect(logged).toContainEqual(expect.objectContaining({ request_id: body.request_id, status: 431, parse_error: 'HPE_HEADER_OVERFLOW' }));
+  });
+
+  it('answers a Host header that is not a host with 400 bad_request as JSON (Node parses it; the adapter cannot use it)', async () => {
+    const response = await rawRequest(port, 'GET / HTTP/1.1\r\nHost: \u00fcn\u00ef.example\r\n\r\n');
+    const body = expectJsonError(response, 400, 'bad_request');
+    expect(logged).toContainEqual(expect.objectContaining({ request_id: body.request_id, status: 400, reason: expect.any(String) }));
   });
 
   it.each([

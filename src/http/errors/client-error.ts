@@ -79,3 +79,20 @@ export function clientErrorListener(logger?: Logger): (error: ClientError, socke
     logger?.info({ request_id: requestId, status: refusal.status, code: refusal.code, parse_error: error.code ?? null }, 'request refused while parsing');
   };
 }
+
+/**
+ * The answer to a request Node parsed but `@hono/node-server` could not turn into a web request
+ * (a Host header that is not a host, a path that is not one): the contract's JSON 400 instead of
+ * the adapter's empty one. Its `errorHandler`.
+ */
+export function unreadableRequest(logger?: Logger): (error: unknown) => Response {
+  return (error) => {
+    const requestId = newId('request');
+    const refusal = refusalFor(undefined);
+    logger?.info({ request_id: requestId, status: refusal.status, code: refusal.code, reason: (error as Error).message }, 'request refused before routing');
+    return new Response(JSON.stringify({ code: refusal.code, message: refusal.message, request_id: requestId }), {
+      status: refusal.status,
+      headers: { 'Content-Type': 'application/json', 'X-Request-Id': requestId, Connection: 'close' },
+    });
+  };
+}
