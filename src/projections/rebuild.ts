@@ -78,11 +78,11 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
 
   /** Applies every event after `position` to the copies, reading each page while the last one is applied. */
   const catchUp = async (): Promise<void> => {
-    let page = store.readAll(position, batchSize);
+    let page = store.readAll(position, batchSize, { chain: false });
     for (;;) {
       const { events, checkpoint } = await page;
       if (events.length === 0) return;
-      page = store.readAll(checkpoint, batchSize);
+      page = store.readAll(checkpoint, batchSize, { chain: false });
       page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
       const decoded = decodeAll(events);
       await db.transaction().execute(async (trx) => {
@@ -149,13 +149,18 @@ async function swap(db: Kysely<Database>, names: string[], tables: string[], liv
  * columns, defaults, identities, checks, primary key and unique constraints — so a row the live
  * table would refuse fails the replay too, and the projectors' lookups by key stay indexed — but
  * not the indexes that only serve reads: the replay need not maintain them, the swap fills the
- * live table's.
+ * live table's. Nor a unique constraint on an identity column alone (the `seq` of every read
+ * model): the copy's own identity numbers its rows, so they are unique by construction, and the
+ * live table's constraint checks them again in the swap.
  */
 async function createCopy(db: Kysely<Database>, live: string, scratch: string, table: string): Promise<void> {
   await sql`create unlogged table ${sql.id(scratch, table)} (like ${sql.id(live, table)} including all excluding indexes)`.execute(db);
   const keys = await sql<{ def: string }>`
     select pg_get_constraintdef(c.oid) as def from pg_constraint c
-    where c.conrelid = ${`"${live}"."${table}"`}::regclass and c.contype in ('p', 'u') order by c.conname`.execute(db);
+    where c.conrelid = ${`"${live}"."${table}"`}::regclass and c.contype in ('p', 'u')
+      and not (cardinality(c.conkey) = 1 and exists (
+        select 1 from pg_attribute a where a.attrelid = c.conrelid and a.attnum = c.conkey[1] and a.attidentity <> ''))
+    order by c.conname`.execute(db);
   for (const { def } of keys.rows) await sql`alter table ${sql.id(scratch, table)} add ${sql.raw(def)}`.execute(db);
 }
 

@@ -130,7 +130,7 @@ export class ProjectionRunner {
   private async step(): Promise<StepOutcome> {
     if (!this.loaded) await this.loadCheckpoints();
     const from = this.position;
-    const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize);
+    const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize, { chain: false });
     if (events.length === 0) return 'idle';
     // Decoded once for every projector (src/events/decode.ts); types the catalogue lacks are skipped.
     const decoded = decodeAll(events);

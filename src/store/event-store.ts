@@ -43,7 +43,7 @@ export interface EventStore {
    * commits late is never ordered before one already returned, so a reader that checkpoints
    * `checkpoint` and calls again sees every event exactly once.
    */
-  readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
+  readAll(after: Checkpoint, max: number, options?: ReadAllOptions): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
   /** Position of the last event `readAll` returns now; `START` while there is none. */
   headPosition(): Promise<Checkpoint>;
   /**
@@ -167,6 +167,15 @@ export interface StoredEvent {
   recordedAt: Date;
   /** Position in the global order (`readAll`). */
   position: Checkpoint;
+}
+
+export interface ReadAllOptions {
+  /**
+   * `false`: the events' metadata may leave out the hash chain (`prev_hash`, `hash`), which only
+   * the audit reads, so projectors get and parse fewer bytes (about half of the metadata). An
+   * adapter may return it anyway.
+   */
+  chain?: boolean;
 }
 
 /** A position in `readAll` order; compare with `compareCheckpoints`. */

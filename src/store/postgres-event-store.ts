@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { type LogDatabase, withLogTables } from './log-tables.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
@@ -14,6 +14,7 @@ import {
   type Checkpoint,
   CommitOutcomeUnknown,
   type EventStore,
+  type ReadAllOptions,
   type ReadStreamOptions,
   type StoredEvent,
   type StreamHeads,
@@ -148,10 +149,11 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
-  async readAll(after: Checkpoint, max: number): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
+  async readAll(after: Checkpoint, max: number, options: ReadAllOptions = {}): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
+    const metadata = options.chain === false ? sql<Record<string, unknown>>`metadata - 'prev_hash' - 'hash'` : sql<Record<string, unknown>>`metadata`;
     const rows = await this.db
       .selectFrom('events')
-      .selectAll()
+      .select(['global_position', 'stream_id', 'stream_position', 'event_id', 'type', 'data', 'recorded_at', metadata.as('metadata')])
       .where('global_position', '>', Number(after.globalPosition))
       .orderBy('global_position')
       .limit(max)
