@@ -44,12 +44,15 @@ export async function insertRows(
     order by x.insert_rows_order ${options.onConflict ?? sql``}`.execute(trx);
 }
 
-/** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL,12}`. */
+/** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL,12}`. Built by appending: no array of parts to join. */
 function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, type: string): string {
   const json = isJson(type);
-  const parts = new Array<string>(rows.length);
-  for (let i = 0; i < rows.length; i++) parts[i] = element(rows[i]![column], json);
-  return `{${parts.join(',')}}`;
+  let literal = '{';
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0) literal += ',';
+    literal += element(rows[i]![column], json);
+  }
+  return `${literal}}`;
 }
 
 const isJson = (type: string) => type === 'jsonb' || type === 'json';
@@ -70,9 +73,14 @@ function element(value: unknown, json: boolean): string {
   }
 }
 
-const NEEDS_ESCAPE = /["\\]/;
+const QUOTE = 34;
+const BACKSLASH = 92;
 
-/** Text in double quotes, its `"` and `\` escaped with `\`. */
+/** Text in double quotes, its `"` and `\` escaped with `\` (scanned by character code: most text has neither). */
 function quoted(text: string): string {
-  return NEEDS_ESCAPE.test(text) ? `"${text.replace(/["\\]/g, '\\$&')}"` : `"${text}"`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE || c === BACKSLASH) return `"${text.replace(/["\\]/g, '\\$&')}"`;
+  }
+  return `"${text}"`;
 }

@@ -76,21 +76,29 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
   let total = await store.countEvents(START);
   const report = async () => options.onProgress?.({ projector: names.join(', '), done, total: Math.max(total, done) });
 
+  /**
+   * The page of the log after `after`, decoded as soon as it arrives: while the last page is being
+   * applied (mostly waiting on PostgreSQL), this one is read and decoded beside it.
+   */
+  const pageAfter = (after: Checkpoint) => {
+    const page = store.readAll(after, batchSize, { chain: false }).then(({ events, checkpoint }) => ({ count: events.length, decoded: decodeAll(events), checkpoint }));
+    page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
+    return page;
+  };
+
   /** Applies every event after `position` to the copies, reading each page while the last one is applied. */
   const catchUp = async (): Promise<void> => {
-    let page = store.readAll(position, batchSize, { chain: false });
+    let page = pageAfter(position);
     for (;;) {
-      const { events, checkpoint } = await page;
-      if (events.length === 0) return;
-      page = store.readAll(checkpoint, batchSize, { chain: false });
-      page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
-      const decoded = decodeAll(events);
+      const { count, decoded, checkpoint } = await page;
+      if (count === 0) return;
+      page = pageAfter(checkpoint);
       await db.transaction().execute(async (trx) => {
         await sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
         for (const projector of projectors) await applyEvents(projector, decoded, trx);
       });
       position = checkpoint;
-      done += events.length;
+      done += count;
       // Everything up to `position` is done: only the rest of the log needs counting again.
       if (done > total) total = done + (await store.countEvents(position));
       await report();
