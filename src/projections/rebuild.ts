@@ -16,7 +16,12 @@ export interface RebuildProgress {
 }
 
 export interface RebuildOptions {
-  /** Events per page of the log, applied in one transaction (set-based, so bigger is cheaper). */
+  /**
+   * Events per page of the log, applied in one transaction (default 5,000). Set-based, so bigger
+   * pages mean fewer statements; but a page and the one read beside it stay alive through the
+   * young generation's collections, which copy them, so past a few thousand events a page costs
+   * more in garbage collection than it saves (docs/performance.md, "Projection rebuild (session 9)").
+   */
   batchSize?: number;
   /** Called after each batch; the rebuild waits for a promise it returns. */
   onProgress?: (progress: RebuildProgress) => void | Promise<void>;
@@ -66,7 +71,7 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
   const reactor = projectors.find((p) => p.reactor);
   if (reactor) throw new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
   const names = projectors.map((p) => p.name);
-  const batchSize = options.batchSize ?? 10_000;
+  const batchSize = options.batchSize ?? 5_000;
   const scratch = `loyalty_rebuild_${randomBytes(4).toString('hex')}`;
   const live = (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
   const tables = projectors.flatMap((p) => p.tables);

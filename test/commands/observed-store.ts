@@ -8,7 +8,7 @@ export function observed(store: EventStore) {
       return store.transactionalReceipts;
     },
     append: (w, options) => store.append(w, options),
-    readAll: (a, m) => store.readAll(a, m),
+    readAll: (a, m, o) => store.readAll(a, m, o),
     headPosition: () => store.headPosition(),
     countEvents: (a, o) => store.countEvents(a, o),
     lag: (c, h, o) => store.lag(c, h, o),

@@ -482,6 +482,27 @@ export function eventStoreContract(name: string, open: () => Promise<OpenedEvent
         }
       });
 
+      it('reads the same events without the hash chain when asked to (chain: false), for projectors', async () => {
+        const s = stream('unchained');
+        const ids = [randomUUID(), randomUUID()];
+        const first = await store.append([{ stream: s, expected: 'no_stream', events: [event(0)] }]);
+        await store.append([{ stream: s, expected: 0, events: [{ ...event(1), id: ids[0] }, { ...event(2), id: ids[1] }] }]);
+        const seen: StoredEvent[] = [];
+        for (let after = first.position; !ids.every((id) => seen.some((e) => e.eventId === id)); ) {
+          const page = await store.readAll(after, 10, { chain: false });
+          if (page.events.length > 0) expect(page.checkpoint).toEqual(page.events.at(-1)!.position);
+          seen.push(...page.events);
+          after = page.checkpoint;
+        }
+        // An adapter may leave the chain in; everything else is what readStream returns.
+        const withoutChain = (e: StoredEvent) => {
+          const { prev_hash: _p, hash: _h, ...metadata } = e.metadata;
+          return { ...e, metadata };
+        };
+        const written = (await store.readStream(s)).slice(1);
+        expect(seen.filter((e) => e.streamId === s).map(withoutChain)).toStrictEqual(written.map(withoutChain));
+      });
+
       it('continues from a checkpoint with only what was appended after it', async () => {
         const s = stream('resume');
         const first = await store.append([{ stream: s, expected: 'no_stream', events: [event(0), event(1)] }]);
