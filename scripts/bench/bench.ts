@@ -50,7 +50,7 @@ import { streams } from '../../src/events/streams.js';
 import { openDatabase } from '../../src/db/database.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { summarizeProfile } from './cpu-profile.js';
-import { cpuDuring } from './cpu-time.js';
+import { costDuring, cpuDuring } from './cpu-time.js';
 import { Api, earnLoad, type LoadResult, percentile, readLoad } from './load.js';
 import {
   createDatabase,
@@ -259,7 +259,7 @@ async function main() {
   await markRss('half rate');
 
   // Row 3: one hot customer.
-  const single = await hotCustomer(server.url, keys, dbName, 'one hot customer, 32 connections');
+  const single = await hotCustomer(server, keys, dbName, 'one hot customer, 32 connections');
   rows.push({ ...single.row, target: '≥ 1,500 earns/s, final balance exact', pass: single.run.okPerSecond >= 1500 && single.exact });
 
   await markRss('hot customer');
@@ -267,7 +267,7 @@ async function main() {
   // Rows 3b and 3c: the same database served by several HTTP processes (`serve --processes`).
   const [fresh, long] = await api.createCustomers(2, 'history');
   await server.stop();
-  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single.run.okPerSecond, full.okPerSecond, ratio)));
+  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single, full.okPerSecond, ratio)));
 
   // Row 4: a customer with a long history, seeded while the server is down (so its memory holds
   // nothing of that customer), then loaded the way it would be after any restart.
@@ -423,12 +423,16 @@ async function exportRow(tmp: string): Promise<Row> {
  * the sum of the earn events in the log, every answered earn one of them (a few more may have been
  * in flight when the load stopped: at most one per connection).
  */
-async function hotCustomer(baseUrl: string, keys: Keys, dbName: string, label: string): Promise<{ run: LoadResult; exact: boolean; row: Row }> {
+async function hotCustomer(server: ServerProcess, keys: Keys, dbName: string, label: string): Promise<{ run: LoadResult; exact: boolean; row: Row; cpuPerEarnUs: number }> {
+  const baseUrl = server.url;
   const api = new Api(baseUrl, keys.private_key);
   const [hot] = await api.createCustomers(1, `hot-${rows.length}`);
   const before = await api.balance(hot!);
   log(`earn, ${label}, ${settings.shortSeconds} s`);
-  const run = await earnLoad({ baseUrl, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds });
+  const cost = await costDuring(server.pid, dbName, () => earnLoad({ baseUrl, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds }));
+  const run = cost.result;
+  // Whether more processes could help at all: how busy the machine was, and what an earn cost it.
+  const cpuPerEarnUs = ((cost.nodeMs + cost.postgresMs) * 1000) / Math.max(1, run.ok);
   await quiesce(dbName); // requests still in flight when autocannon stopped finish, and are projected
   const after = await api.balance(hot!);
   const logged = await withClient(
@@ -445,8 +449,9 @@ async function hotCustomer(baseUrl: string, keys: Keys, dbName: string, label: s
   const exact = after === before + logged.points && logged.points === logged.n && inFlight >= 0 && inFlight <= 32 + run.non2xx;
   const measured =
     `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)}); balance ${fmt(after)} = ${fmt(logged.n)} earn events in the log ` +
-    `(${fmt(run.ok)} answered 201 + ${fmt(inFlight)} in flight at stop): ${exact ? 'exact' : 'NOT EXACT'}${describeErrors(run)}`;
-  return { run, exact, row: { scenario: `${label}, ${run.seconds} s`, measured, target: '', ratio: '', pass: null } };
+    `(${fmt(run.ok)} answered 201 + ${fmt(inFlight)} in flight at stop): ${exact ? 'exact' : 'NOT EXACT'}${describeErrors(run)}; ` +
+    `CPU per earn ${fmt(cpuPerEarnUs)} µs (server ${fmt((cost.nodeMs * 1000) / Math.max(1, run.ok))} + PostgreSQL ${fmt((cost.postgresMs * 1000) / Math.max(1, run.ok))}), machine ${fmt(cost.machineBusy * 100)}% busy`;
+  return { run, exact, cpuPerEarnUs, row: { scenario: `${label}, ${run.seconds} s`, measured, target: '', ratio: '', pass: null } };
 }
 
 /**
@@ -460,7 +465,7 @@ async function severalProcesses(
   dbName: string,
   customers: string[],
   tmp: string,
-  hotSingle: number,
+  single: { run: LoadResult; cpuPerEarnUs: number },
   spreadSingle: number,
   ratio: (n: number) => string,
 ): Promise<Row[]> {
@@ -469,11 +474,12 @@ async function severalProcesses(
   try {
     log(`server with 2 HTTP processes (serve --processes 2) at ${two.url}`);
     await earnLoad({ baseUrl: two.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
-    const hot = await hotCustomer(two.url, keys, dbName, 'one hot customer over 2 HTTP processes (`serve --processes 2`), 32 connections');
+    const hot = await hotCustomer(two, keys, dbName, 'one hot customer over 2 HTTP processes (`serve --processes 2`), 32 connections');
+    const hotSingle = single.run.okPerSecond;
     const vsOne = hot.run.okPerSecond / hotSingle;
     out.push({
       ...hot.row,
-      measured: `${hot.row.measured}; ${fmt(vsOne, 2)}× the single process`,
+      measured: `${hot.row.measured}; ${fmt(vsOne, 2)}× the single process, at ${fmt(hot.cpuPerEarnUs / single.cpuPerEarnUs, 2)}× its CPU per earn`,
       target: `≥ 1.0 × the single process (${fmt(hotSingle)}/s), 0 non-2xx, balance exact`,
       ratio: ratio(hot.run.okPerSecond),
       pass: vsOne >= 1 && hot.exact && hot.run.non2xx === 0 && hot.run.errors === 0,
@@ -529,10 +535,10 @@ async function processesOnly(tmp: string): Promise<void> {
     ratio: '—',
     pass: null,
   });
-  const single = await hotCustomer(server.url, keys, dbName, 'one hot customer, 1 HTTP process, 32 connections');
+  const single = await hotCustomer(server, keys, dbName, 'one hot customer, 1 HTTP process, 32 connections');
   rows.push({ ...single.row, target: 'final balance exact', ratio: '—', pass: single.exact });
   await server.stop();
-  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single.run.okPerSecond, spread.okPerSecond, () => '—')));
+  rows.push(...(await severalProcesses(store, keys, dbName, customers, tmp, single, spread.okPerSecond, () => '—')));
 }
 
 /**

@@ -5,9 +5,11 @@
  * The GET kinds read customers that earned during the warm-up; `healthz` is the floor: a request
  * that passes no middleware and touches no database. PROBE_PATH=/some/path GETs that path instead
  * (any kind but earn). PROBE_PROF=dir writes each process's CPU profile there (`node --cpu-prof`);
- * PROBE_NODE_FLAGS='--flag …' starts the server with more node flags.
+ * PROBE_NODE_FLAGS='--flag …' starts the server with more node flags. PROBE_PG_LOG=/path/to/the/server's/log
+ * counts the statements the database ran per request in the measured window (it sets `log_statement
+ * = all` on the probe's own database, and reads that log: a local server only).
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -28,6 +30,8 @@ async function main() {
   try {
     const store = { databaseUrl: databaseUrl(db) };
     const keys = await initStore(store);
+    const pgLog = process.env.PROBE_PG_LOG;
+    if (pgLog) await withClient((c) => c.query(`alter database "${db}" set log_statement = 'all'`));
     const nodeFlags = [...(process.env.PROBE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROBE_PROF}`] : []), ...(process.env.PROBE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
     const server = await ServerProcess.start({ store, processes, nodeFlags, logFile: path.join(tmp, `cpuprobe-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
@@ -56,13 +60,17 @@ async function main() {
     const xactsBefore = await xacts();
     const before = new Map([...pids, ...backends].map((p) => [p, cpuMs(p)]));
     const started = performance.now();
+    const windowStart = new Date();
+    const logOffset = pgLog ? statSync(pgLog).size : 0;
     const result = await run(requests);
     await new Promise((r) => setTimeout(r, 500)); // read-your-writes and projections finish
+    const windowEnd = new Date();
     const wall = (performance.now() - started) / 1000;
     const after = new Map([...pids, ...(await backendPids(db))].map((p) => [p, cpuMs(p)]));
     const ok = result['2xx'];
     await new Promise((r) => setTimeout(r, 1200)); // statistics are flushed about once a second
     const transactions = (await xacts()) - xactsBefore;
+    const statements = pgLog ? statementsLogged(pgLog, logOffset, db, windowStart, windowEnd) : undefined;
     const per = (ms: number) => ((ms * 1000) / ok).toFixed(0);
     let nodeTotal = 0;
     let pgTotal = 0;
@@ -77,11 +85,28 @@ async function main() {
     }
     console.log(`${kind}: processes=${processes} customers=${customerCount}: ${ok} 2xx, ${result.non2xx} non-2xx in ${wall.toFixed(1)} s (${(ok / wall).toFixed(0)}/s, p50 ${result.latency.p50} ms); load ${os.loadavg()[0]!.toFixed(1)}`);
     console.log(lines.join('\n'));
-    console.log(`  node total ${per(nodeTotal)} µs/${kind}, postgres backends ${per(pgTotal)} µs/${kind}, sum ${per(nodeTotal + pgTotal)} µs/${kind}; ${(transactions / ok).toFixed(2)} transactions per ${kind}`);
+    console.log(`  node total ${per(nodeTotal)} µs/${kind}, postgres backends ${per(pgTotal)} µs/${kind}, sum ${per(nodeTotal + pgTotal)} µs/${kind}; ${(transactions / ok).toFixed(2)} transactions per ${kind}${statements === undefined ? '' : `, ${(statements / ok).toFixed(2)} statements per ${kind}`}`);
     await server.stop();
   } finally {
     await dropDatabase(db);
   }
+}
+
+/** Statements `db` ran between `from` and `to`, by the server's log (`log_statement = all` on that database) from byte `offset` on. */
+function statementsLogged(logFile: string, offset: number, db: string, from: Date, to: Date): number {
+  const stamp = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) UTC \[\d+\] [^@ ]+@(\S+) LOG: {2}(?:execute [^:]*|statement):/;
+  let count = 0;
+  const fd = openSync(logFile, 'r');
+  const tail = Buffer.alloc(fstatSync(fd).size - offset);
+  readSync(fd, tail, 0, tail.length, offset);
+  closeSync(fd);
+  for (const line of tail.toString('utf8').split('\n')) {
+    const m = stamp.exec(line);
+    if (!m || m[2] !== db) continue;
+    const at = Date.parse(`${m[1]!.replace(' ', 'T')}Z`);
+    if (at >= from.getTime() && at <= to.getTime()) count++;
+  }
+  return count;
 }
 
 await main();

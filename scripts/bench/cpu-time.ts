@@ -52,3 +52,22 @@ export async function cpuDuring<T>(serverPid: number, db: string, work: () => Pr
   const used = (a: Map<number, number>, b: Map<number, number>) => [...a].reduce((sum, [pid, ms]) => sum + ms - (b.get(pid) ?? 0), 0);
   return { result, nodeMs: used(after.node, before.node), postgresMs: used(after.backends, before.backends) };
 }
+
+/** Busy and total CPU time of the whole machine so far, in ms (all cores, from /proc/stat). */
+export function machineCpuMs(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  const idle = fields[3]! + (fields[4] ?? 0); // idle + iowait
+  return { busy: ((total - idle) * 1000) / TICK, total: (total * 1000) / TICK };
+}
+
+/**
+ * What `work` cost: CPU of a server's processes and its database's backends (`cpuDuring`), and how
+ * busy the whole machine was meanwhile (a share of all its cores; 1 = every core all the time).
+ */
+export async function costDuring<T>(serverPid: number, db: string, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; postgresMs: number; machineBusy: number }> {
+  const before = machineCpuMs();
+  const measured = await cpuDuring(serverPid, db, work);
+  const after = machineCpuMs();
+  return { ...measured, machineBusy: (after.busy - before.busy) / Math.max(1, after.total - before.total) };
+}

@@ -3,6 +3,7 @@ import type { Database } from '../db/schema.js';
 import { DEFAULT_PROGRAM_SETTINGS } from '../events/program-events.js';
 import { streams } from '../events/streams.js';
 import { insertRows } from '../projections/insert-rows.js';
+import { type BatchSpan, CarriedByBusiness } from '../projections/carried-by-business.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projections/projector.js';
 
 const DAY_MS = 86_400_000;
@@ -24,10 +25,10 @@ export const dueWorkReactor = defineProjector<Batch>({
   name: 'due-work',
   tables: ['customer_due', 'due_policies'],
   reactor: true,
-  async begin(trx, events) {
+  async begin(trx, events, span) {
     const businesses = [...new Set(events.map((e) => e.metadata.business_id))];
-    const rows = await trx.selectFrom('due_policies').selectAll().where('business_id', 'in', businesses).execute();
-    return { trx, policies: new Map(rows.map((r) => [r.business_id, r])), due: new Map() };
+    const policies = await CarriedByBusiness.take(span, businesses, (missing) => policiesOf(trx, missing), (policy) => ({ ...policy }));
+    return { trx, span, policies, due: new Map() };
   },
   on: {
     async ProgramSettingsChanged(event, batch) {
@@ -64,12 +65,23 @@ export const dueWorkReactor = defineProjector<Batch>({
     RedemptionCancelled: lookNow,
     PointsReversed: lookNow,
   },
-  end: flush,
+  async end(batch) {
+    await flush(batch);
+    CarriedByBusiness.leave(batch.span, batch.policies);
+  },
 });
+
+/** The policies of businesses that have one, as the batch's transaction sees them. */
+async function policiesOf(trx: Transaction<Database>, businesses: string[]): Promise<Map<string, Policy>> {
+  const rows = await trx.selectFrom('due_policies').selectAll().where('business_id', 'in', businesses).execute();
+  return new Map(rows.map((r) => [r.business_id, r]));
+}
 
 interface Batch {
   trx: Transaction<Database>;
-  policies: Map<string, Policy>;
+  span: BatchSpan | undefined;
+  /** By business: its policy, `undefined` for the defaults. */
+  policies: Map<string, Policy | undefined>;
   /** Per customer: the earliest instant the batch's events may have made due, and the last revision seen. */
   due: Map<string, { customer_id: string; business_id: string; due_at: number; revision: number }>;
 }

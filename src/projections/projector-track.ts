@@ -1,4 +1,5 @@
 import { type Checkpoint, compareCheckpoints, START } from '../store/event-store.js';
+import { CarriedByBusiness } from './carried-by-business.js';
 import type { Projector } from './projector.js';
 
 /**
@@ -10,6 +11,8 @@ export class ProjectorTrack {
   private checkpoint: Checkpoint = START;
   private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
   private readonly appliedListeners: Array<(count: number) => void> = [];
+  /** What the projector carries from one of this track's batches to the next. */
+  readonly carried = new CarriedByBusiness();
 
   constructor(
     readonly projector: Projector,

@@ -3,6 +3,7 @@ import type { Database } from '../db/schema.js';
 import type { EventType } from '../events/catalogue.js';
 import type { Decoded, DecodedOf } from '../events/decode.js';
 import type { StoredEvent } from '../store/event-store.js';
+import type { BatchSpan } from './carried-by-business.js';
 
 /** An event as projectors get it: read from the log and decoded once (src/events/decode.ts). */
 export type ProjectedEvent = Decoded<StoredEvent>;
@@ -35,8 +36,11 @@ export interface Projector {
    * repeat them, so it is never rebuilt.
    */
   reactor?: boolean;
-  /** The events given are all handled by the projector, in log order. */
-  applyBatch(events: readonly ProjectedEvent[], trx: Transaction<Database>): Promise<void>;
+  /**
+   * The events given are all handled by the projector, in log order. `span`: where the batch
+   * starts and ends in the log (none in a rebuild), for what a projector carries between batches.
+   */
+  applyBatch(events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan): Promise<void>;
 }
 
 export interface ProjectorSpec<B> {
@@ -44,7 +48,7 @@ export interface ProjectorSpec<B> {
   tables: readonly string[];
   reactor?: boolean;
   /** The state of one batch (it may read what the batch's events need); handlers reach the transaction through it. */
-  begin(trx: Transaction<Database>, events: readonly ProjectedEvent[]): B | Promise<B>;
+  begin(trx: Transaction<Database>, events: readonly ProjectedEvent[], span: BatchSpan | undefined): B | Promise<B>;
   on: Handlers<B>;
   /** Writes what the handlers collected (set-based statements), after the last event of the batch. */
   end?(batch: B): Promise<void>;
@@ -67,8 +71,8 @@ export function defineProjector<B>(spec: ProjectorSpec<B>): Projector {
     tables: spec.tables,
     ...(spec.reactor ? { reactor: true } : {}),
     handles: new Set(Object.keys(handlers) as EventType[]),
-    async applyBatch(events, trx) {
-      const batch = await spec.begin(trx, events);
+    async applyBatch(events, trx, span) {
+      const batch = await spec.begin(trx, events, span);
       for (const event of events) {
         const pending = handlerOf(handlers, event)?.(event, batch);
         if (pending) await pending; // most handlers only collect rows: no await per event for them
@@ -84,7 +88,7 @@ function handlerOf<B>(handlers: Handlers<B>, event: ProjectedEvent): ((event: Pr
 }
 
 /** Applies the events this projector handles, in order, through `trx`. */
-export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>): Promise<void> {
+export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan): Promise<void> {
   const handled = events.filter((e) => projector.handles.has(e.type));
-  if (handled.length > 0) await projector.applyBatch(handled, trx);
+  if (handled.length > 0) await projector.applyBatch(handled, trx, span);
 }

@@ -155,7 +155,7 @@ export class ProjectionRunner {
         // Not ours this time (another process holds it), or moved back past what we read: skip.
         if (!base || !held.includes(track.name) || compareCheckpoints(base, from) < 0 || compareCheckpoints(base, next) >= 0) continue;
         const mine = decoded.filter((e) => compareCheckpoints(e.position, base) > 0);
-        await applyEvents(track.projector, mine, trx);
+        await applyEvents(track.projector, mine, trx, { from: base, to: next, carried: track.carried });
         applied.push({ track, count: mine.length });
       }
       if (applied.length > 0) {

@@ -3,6 +3,7 @@ import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
 import { v5 as uuidv5 } from 'uuid';
 import { insertRows } from '../projections/insert-rows.js';
+import { type BatchSpan, CarriedByBusiness } from '../projections/carried-by-business.js';
 import { defineProjector } from '../projections/projector.js';
 import { type AnnouncedEvent, webhookPayloadOf } from './webhook-payloads.js';
 
@@ -15,6 +16,8 @@ import { type AnnouncedEvent, webhookPayloadOf } from './webhook-payloads.js';
  */
 interface Batch {
   trx: Transaction<Database>;
+  span: BatchSpan | undefined;
+  businesses: string[];
   /** The batch's businesses' endpoints as they are at the event being applied. */
   endpoints: Map<string, Endpoint>;
   messages: Record<string, unknown>[];
@@ -73,17 +76,14 @@ export const webhooksProjector = defineProjector<Batch>({
   name: 'webhooks',
   tables: ['webhook_endpoints', 'webhook_messages'],
   reactor: true,
-  async begin(trx, events) {
-    // Every endpoint of the batch's businesses, read once; endpoint events below keep it current
-    // in event order, so each event is matched against the endpoints as they were when it happened.
+  async begin(trx, events, span) {
+    // Every endpoint of the batch's businesses (carried over from the last batch where it can be);
+    // endpoint events below keep them current in event order, so each event is matched against
+    // the endpoints as they were when it happened.
     const businesses = [...new Set(events.map((e) => e.metadata.business_id))];
-    const rows = await trx
-      .selectFrom('webhook_endpoints')
-      .select(['id', 'business_id', 'events', 'active'])
-      .where('business_id', 'in', businesses)
-      .orderBy('seq')
-      .execute();
-    return { trx, endpoints: new Map(rows.map((r) => [r.id, { ...r }])), messages: [] };
+    const byBusiness = await CarriedByBusiness.take(span, businesses, (missing) => endpointsOf(trx, missing), copyEndpoints);
+    const endpoints = new Map([...byBusiness.values()].flatMap((list) => list ?? []).map((e) => [e.id, e]));
+    return { trx, span, businesses, endpoints, messages: [] };
   },
   on: {
     async WebhookCreated({ data: w, recordedAt: at }, { trx, endpoints }) {
@@ -143,8 +143,29 @@ export const webhooksProjector = defineProjector<Batch>({
     PointsReversed: announce,
     TierDowngraded: announce,
   },
-  end: ({ trx, messages }) => insertMessages(trx, messages),
+  async end({ trx, span, businesses, endpoints, messages }) {
+    await insertMessages(trx, messages);
+    const byBusiness = new Map<string, Endpoint[]>(businesses.map((b) => [b, []]));
+    for (const endpoint of endpoints.values()) {
+      const list = byBusiness.get(endpoint.business_id);
+      if (!list) return; // an endpoint of a business no event of the batch named: carry nothing
+      list.push(endpoint);
+    }
+    CarriedByBusiness.leave(span, byBusiness);
+  },
 });
+
+/** The endpoints of each business, as the batch's transaction sees them, in creation order. */
+async function endpointsOf(trx: Transaction<Database>, businesses: string[]): Promise<Map<string, Endpoint[]>> {
+  const rows = await trx.selectFrom('webhook_endpoints').select(['id', 'business_id', 'events', 'active']).where('business_id', 'in', businesses).orderBy('seq').execute();
+  const byBusiness = new Map<string, Endpoint[]>(businesses.map((b) => [b, []]));
+  for (const row of rows) byBusiness.get(row.business_id)!.push({ ...row });
+  return byBusiness;
+}
+
+function copyEndpoints(list: Endpoint[]): Endpoint[] {
+  return list.map((e) => ({ ...e }));
+}
 
 function insertMessages(trx: Transaction<Database>, messages: readonly Record<string, unknown>[]): Promise<void> {
   return insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {

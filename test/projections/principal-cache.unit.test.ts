@@ -61,3 +61,51 @@ describe('principal cache', () => {
     expect(reads).toBe(4);
   });
 });
+
+describe('principal cache, a key read once for the requests that ask meanwhile', () => {
+  it('has the requests that ask for a key while it is being read wait for that read', async () => {
+    const cache = new PrincipalCache({ now: () => 0 });
+    let reads = 0;
+    let release!: () => void;
+    const load = () => {
+      reads++;
+      return new Promise<Principal>((resolve) => (release = () => resolve(principal('key_4'))));
+    };
+    const asking = [cache.lookup('h4', load), cache.lookup('h4', load), cache.lookup('h4', load)];
+    release();
+    expect(await Promise.all(asking)).toEqual([principal('key_4'), principal('key_4'), principal('key_4')]);
+    expect(reads).toBe(1);
+    await cache.lookup('h4', load);
+    expect(reads).toBe(1); // kept
+  });
+
+  it('does not have a request made after a revocation wait for a read that began before it', async () => {
+    const cache = new PrincipalCache({ now: () => 0 });
+    const releases: Array<() => void> = [];
+    const found: Array<Principal | undefined> = [principal('key_5'), undefined];
+    let reads = 0;
+    const load = () => {
+      const answer = found[reads++];
+      return new Promise<Principal | undefined>((resolve) => releases.push(() => resolve(answer)));
+    };
+    const before = cache.lookup('h5', load);
+    cache.clear(); // the key was revoked
+    const after = cache.lookup('h5', load);
+    releases.forEach((release) => release());
+    expect(await before).toEqual(principal('key_5'));
+    expect(await after).toBeUndefined();
+    expect(reads).toBe(2);
+  });
+
+  it('lets a failed read fail every request that waited for it, and reads again on the next', async () => {
+    const cache = new PrincipalCache({ now: () => 0 });
+    let reads = 0;
+    const failing = async () => {
+      reads++;
+      throw new Error('database down');
+    };
+    await expect(Promise.all([cache.lookup('h6', failing), cache.lookup('h6', failing)])).rejects.toThrow('database down');
+    await expect(cache.lookup('h6', failing)).rejects.toThrow('database down');
+    expect(reads).toBe(2);
+  });
+});

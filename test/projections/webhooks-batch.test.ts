@@ -112,3 +112,35 @@ describe('webhooks reactor, one batch', () => {
     ]);
   });
 });
+
+describe('webhooks reactor, endpoints carried between batches', () => {
+  const business = 'biz_carried';
+  const customer = 'cus_carried';
+  const here = (e: NewEvent) => ({ ...e, metadata: { ...e.metadata, business_id: business } });
+  const append = (stream: string, ...events: NewEvent[]) => store.append([{ stream, expected: 'any', events: events.map(here) }]);
+  const queued = async () =>
+    (await handle.db.selectFrom('webhook_messages').select(['webhook_id', 'payload']).where('business_id', '=', business).orderBy('seq').execute()).map(
+      (m) => `${m.webhook_id} ${(JSON.parse(m.payload) as { data: { transaction_id: string } }).data.transaction_id}`,
+    );
+
+  it('sees the changes another process applied between two of its batches, and its own of the batch before', async () => {
+    // Two runners on one database: two processes taking turns at the reactor.
+    const first = new ProjectionRunner(handle.db, store, webhooksProjector, { batchSize: 1000 });
+    const second = new ProjectionRunner(handle.db, store, webhooksProjector, { batchSize: 1000 });
+    await first.catchUp();
+
+    await append(streams.webhook('whk_e'), created('whk_e', ['*'], business));
+    await append(streams.customer(customer), earned('txn_e1', 1));
+    await first.catchUp(); // carries whk_e, active
+    await append(streams.webhook('whk_e'), event('WebhookUpdated', { active: false }));
+    await second.catchUp(); // the other process disables it
+    await append(streams.customer(customer), earned('txn_e2', 2));
+    await first.catchUp(); // must not send txn_e2 to the disabled endpoint
+    await append(streams.webhook('whk_f'), created('whk_f', ['*'], business));
+    await first.catchUp(); // its own change, carried to its next batch
+    await append(streams.customer(customer), earned('txn_e3', 3));
+    await first.catchUp();
+
+    expect(await queued()).toEqual(['whk_e txn_e1', 'whk_f txn_e3']);
+  });
+});

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LoopHealth } from '../../background-loop.js';
+import { coalesced } from '../../coalesced.js';
 import type { Services } from '../../services.js';
 import type { AppEnv } from '../env.js';
 
@@ -164,10 +165,13 @@ export function registerOps(
     const { healthy, ...loops } = workers;
     return c.json({ status: healthy ? 'ok' : 'stalled', workers: loops }, healthy ? 200 : 503);
   });
+  // Public and each a few statements: requests that arrive while one is being answered share it.
+  const readiness = coalesced((now: Date) => Promise.all([lagOf(services), services.queries.webhooks.backlog(now)]));
+  const instanceMetrics = coalesced(metricsText);
   app.get('/readyz', async (c) => {
     if (stopping()) return c.json({ status: 'stopping', store: services.database.kind }, 503);
     try {
-      const [projections, webhooks] = await Promise.all([lagOf(services), services.queries.webhooks.backlog(c.get('clock').now())]);
+      const [projections, webhooks] = await readiness(c.get('clock').now());
       // Webhooks are reported, not judged: a stuck delivery does not stop this process serving.
       const ready = projections.every((p) => p.lag <= READY_MAX_LAG);
       return c.json({ status: ready ? 'ready' : 'lagging', store: services.database.kind, projections, webhooks }, ready ? 200 : 503);
@@ -176,7 +180,7 @@ export function registerOps(
     }
   });
   app.get('/metrics', async (c) => {
-    const text = await metricsText();
+    const text = await instanceMetrics();
     c.header('Content-Type', metrics.registry.contentType);
     return c.body(text);
   });

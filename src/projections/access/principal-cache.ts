@@ -14,10 +14,15 @@ interface Entry {
 
 /**
  * Principals by key hash, so a busy key costs the database one lookup per `ttlMs` rather than one
- * per request. Unknown and revoked keys are not kept: a new key works at once everywhere.
+ * per request. Unknown and revoked keys are not kept: a new key works at once everywhere. While a
+ * key is being read, the requests that ask for it wait for that one read (on a loaded process a
+ * read takes long enough for dozens of a busy key's requests to arrive, and each used to read it
+ * again).
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, Entry>();
+  /** Reads under way, by key hash: asked since the last `clear`. */
+  private readonly reading = new Map<string, Promise<Principal | undefined>>();
   /** Bumped by `clear`: a lookup that started before it does not store what it read. */
   private generation = 0;
   private readonly ttlMs: number;
@@ -31,23 +36,36 @@ export class PrincipalCache {
   }
 
   /** The principal of `keyHash`, from memory while fresh, else from `load` (which then answers for `ttlMs` from when it was asked). */
-  async lookup(keyHash: string, load: (keyHash: string) => Promise<Principal | undefined>): Promise<Principal | undefined> {
+  lookup(keyHash: string, load: (keyHash: string) => Promise<Principal | undefined>): Promise<Principal | undefined> {
     const asked = this.now();
     const hit = this.entries.get(keyHash);
-    if (hit && hit.until > asked) return hit.principal;
-    const generation = this.generation;
-    const principal = await load(keyHash);
-    this.entries.delete(keyHash);
-    if (principal && generation === this.generation) {
-      this.entries.set(keyHash, { principal, until: asked + this.ttlMs });
-      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
-    }
-    return principal;
+    if (hit && hit.until > asked) return Promise.resolve(hit.principal);
+    return this.reading.get(keyHash) ?? this.read(keyHash, asked, load);
   }
 
   /** Forgets every principal (a key was revoked): the next request of every key reads the database. */
   clear(): void {
     this.generation++;
     this.entries.clear();
+    this.reading.clear(); // a request from now on does not wait for a read that began before
+  }
+
+  private async read(keyHash: string, asked: number, load: (keyHash: string) => Promise<Principal | undefined>): Promise<Principal | undefined> {
+    const generation = this.generation;
+    const reading = load(keyHash);
+    this.reading.set(keyHash, reading);
+    try {
+      const principal = await reading;
+      if (generation === this.generation) {
+        this.entries.delete(keyHash);
+        if (principal) {
+          this.entries.set(keyHash, { principal, until: asked + this.ttlMs });
+          if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+        }
+      }
+      return principal;
+    } finally {
+      if (this.reading.get(keyHash) === reading) this.reading.delete(keyHash);
+    }
   }
 }
