@@ -26,9 +26,12 @@ export async function withClient<T>(work: (client: pg.Client) => Promise<T>, dat
 /** Databases this run created and has not dropped yet (dropped on exit, interrupted or not). */
 export const createdDatabases = new Set<string>();
 
-/** Creates a fresh, empty database `loyalty_bench_<prefix>_<random>` and returns its name. */
+/** How the names of the databases the bench creates begin (BENCH_DB_PREFIX; default `loyalty_bench`). */
+const DATABASE_PREFIX = process.env.BENCH_DB_PREFIX ?? 'loyalty_bench';
+
+/** Creates a fresh, empty database `<BENCH_DB_PREFIX>_<prefix>_<random>` and returns its name. */
 export async function createDatabase(prefix: string): Promise<string> {
-  const name = `loyalty_bench_${prefix}_${randomBytes(4).toString('hex')}`;
+  const name = `${DATABASE_PREFIX}_${prefix}_${randomBytes(4).toString('hex')}`;
   await withClient((c) => c.query(`create database ${name}`));
   createdDatabases.add(name);
   return name;
