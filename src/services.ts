@@ -124,8 +124,10 @@ export async function createServices(options: ServicesOptions) {
     ids,
     clock,
     locks: new KeyedLock(),
-    // At most 10,000 states, and at most 250,000 lots among them (about 100 MB): a customer's state grows with its history.
-    cache: new StateCache(10_000, snapshotStore(database.db), { weigh: cachedWeight, max: 250_000 }),
+    // At most 50,000 states, and at most 250,000 lots among them (about 100 MB): a customer's state grows with its history.
+    // The count bound is above what one pass of the lifecycle scheduler touches (the row due at once: 10,000 customers)
+    // plus the requests' customers: least-recently-used eviction over a cyclic pass larger than the cache misses every time.
+    cache: new StateCache(50_000, snapshotStore(database.db), { weigh: cachedWeight, max: 250_000 }),
     settle: (p: Checkpoint) => projections.settle(p),
     conflicts,
   };
