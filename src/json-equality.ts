@@ -36,7 +36,11 @@ function serialized(input: unknown, key: string): string | undefined {
 }
 
 /** An array index as JavaScript orders property keys (canonical, below 2^32 − 1). */
-const isIndex = (key: string) => /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4_294_967_295;
+const isIndex = (key: string) => {
+  const first = key.charCodeAt(0);
+  // Most keys start with a letter: no pattern to run for them (the hash chain serializes every event).
+  return first >= 48 && first <= 57 && /^(?:0|[1-9]\d{0,9})$/.test(key) && Number(key) < 4_294_967_295;
+};
 
 function orderedKeys(record: Record<string, unknown>): string[] {
   const keys = Object.keys(record).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -356,8 +356,8 @@ async function lifecycleRow(tmp: string): Promise<Row> {
     `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`, its scheduler in the same process) ` +
       `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
       `earns of the load customers while both ran. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant. ` +
-      `CPU (from /proc): ${fmt(r.cpu.perEarn.nodeMs, 2)} ms in the server + ${fmt(r.cpu.perEarn.postgresMs, 2)} ms in PostgreSQL per earn of the baseline; ` +
-      `per expired lot, what the expiry window used beyond its earns at that cost: ${fmt(r.cpu.perLot.nodeUs)} µs + ${fmt(r.cpu.perLot.postgresUs)} µs.`,
+      `CPU (from /proc): ${fmt(r.cpu.perEarn.nodeMs, 2)} ms in the server (${fmt(r.cpu.perEarn.mainThreadMs, 2)} of it on its main thread) + ${fmt(r.cpu.perEarn.postgresMs, 2)} ms in PostgreSQL per earn of the baseline; ` +
+      `per expired lot, what the expiry window used beyond its earns at that cost: ${fmt(r.cpu.perLot.nodeUs)} µs (${fmt(r.cpu.perLot.mainThreadUs)} µs on the main thread) + ${fmt(r.cpu.perLot.postgresUs)} µs.`,
   );
   return {
     scenario: `${fmt(r.lots)} lots due at once, expired by the scheduler while earns go on`,

@@ -7,10 +7,10 @@ import { withClient } from './postgres.js';
 
 const TICK = 100; // clock ticks per second (getconf CLK_TCK)
 
-/** CPU milliseconds `pid` has used so far; 0 once it is gone. */
-export function cpuMs(pid: number): number {
+/** CPU milliseconds `pid` has used so far (with `thread`, that thread of it alone); 0 once it is gone. */
+export function cpuMs(pid: number, thread?: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICK;
   } catch {
@@ -39,18 +39,25 @@ export async function backendPids(db: string): Promise<number[]> {
   return withClient(async (c) => (await c.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db])).rows.map((r) => r.pid));
 }
 
-/** CPU used by a server's processes and its database's backends while `work` runs, in ms. */
-export async function cpuDuring<T>(serverPid: number, db: string, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; postgresMs: number }> {
+/**
+ * CPU used by a server's processes and its database's backends while `work` runs, in ms; and of
+ * that, the server's main thread's (the one that serves HTTP when it serves in one process).
+ */
+export async function cpuDuring<T>(
+  serverPid: number,
+  db: string,
+  work: () => Promise<T>,
+): Promise<{ result: T; nodeMs: number; postgresMs: number; mainThreadMs: number }> {
   const sample = async () => {
     const node = descendants(serverPid);
     const backends = await backendPids(db);
-    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])) };
+    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])), main: cpuMs(serverPid, serverPid) };
   };
   const before = await sample();
   const result = await work();
   const after = await sample();
   const used = (a: Map<number, number>, b: Map<number, number>) => [...a].reduce((sum, [pid, ms]) => sum + ms - (b.get(pid) ?? 0), 0);
-  return { result, nodeMs: used(after.node, before.node), postgresMs: used(after.backends, before.backends) };
+  return { result, nodeMs: used(after.node, before.node), postgresMs: used(after.backends, before.backends), mainThreadMs: after.main - before.main };
 }
 
 /** Busy and total CPU time of the whole machine so far, in ms (all cores, from /proc/stat). */

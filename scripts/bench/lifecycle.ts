@@ -35,7 +35,7 @@ export interface LifecycleMeasurement {
    * baseline, and per expired lot: what the expiry window used beyond its earns at the baseline's
    * cost each. Holds on a loaded machine, where the rates above follow the load.
    */
-  cpu: { perEarn: { nodeMs: number; postgresMs: number }; perLot: { nodeUs: number; postgresUs: number } };
+  cpu: { perEarn: { nodeMs: number; postgresMs: number; mainThreadMs: number }; perLot: { nodeUs: number; postgresUs: number; mainThreadUs: number } };
 }
 
 /**
@@ -63,7 +63,11 @@ export async function measureLifecycle(
     log(`lifecycle: baseline earns, ${options.seconds} s`);
     const baseline = await cpuDuring(started.pid, dbName, () => earnLoad({ baseUrl: started.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds }));
     const before = baseline.result;
-    const perEarn = { nodeMs: baseline.nodeMs / Math.max(1, before.ok), postgresMs: baseline.postgresMs / Math.max(1, before.ok) };
+    const perEarn = {
+      nodeMs: baseline.nodeMs / Math.max(1, before.ok),
+      postgresMs: baseline.postgresMs / Math.max(1, before.ok),
+      mainThreadMs: baseline.mainThreadMs / Math.max(1, before.ok),
+    };
 
     const lotCustomers = Math.ceil(options.lots / LOTS_PER_CUSTOMER);
     const seedStarted = performance.now();
@@ -82,7 +86,7 @@ export async function measureLifecycle(
     const loadStarted = new Date();
     const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
     const windowStarted = new Date();
-    const { result: expired, nodeMs, postgresMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600));
+    const { result: expired, nodeMs, postgresMs, mainThreadMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600));
     const windowEnded = new Date();
     const duringResult = await during;
     const loadEnded = new Date(loadStarted.getTime() + duringResult.seconds * 1000);
@@ -127,6 +131,7 @@ export async function measureLifecycle(
         perLot: {
           nodeUs: ((nodeMs - window.earnsInWindow * perEarn.nodeMs) * 1000) / options.lots,
           postgresUs: ((postgresMs - window.earnsInWindow * perEarn.postgresMs) * 1000) / options.lots,
+          mainThreadUs: ((mainThreadMs - window.earnsInWindow * perEarn.mainThreadMs) * 1000) / options.lots,
         },
       },
     };

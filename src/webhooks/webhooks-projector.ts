@@ -37,6 +37,7 @@ export function messageId(eventId: string, webhookId: string): string {
 
 /** An event that announces a webhook: one message per active endpoint of its business subscribed to it. */
 function announce(event: AnnouncedEvent, { endpoints, messages }: Batch): void {
+  if (endpoints.size === 0) return; // no payload to build for nobody (the batch's businesses have no endpoint)
   const payload = webhookPayloadOf(event);
   const businessId = event.metadata.business_id;
   for (const endpoint of endpoints.values()) {
