@@ -35,6 +35,8 @@ export interface CustomerRun extends AppliedDue {
   business_id: string;
   /** When the index said it was due. */
   due_at: Date;
+  /** The scheduler's clock just before the run decided (the decision's own time is at or after it). */
+  started_at: Date;
 }
 
 export interface SchedulerOptions {
@@ -207,6 +209,7 @@ export class LifecycleScheduler {
   /** Does one customer's due work; null when it failed (the customer is then left alone for a while). */
   private async apply(customer: { customer_id: string; business_id: string; due_at: Date }): Promise<CustomerRun | null> {
     let applied: AppliedDue;
+    const startedAt = this.options.now();
     try {
       applied = await this.options.applyDue(customer.business_id, customer.customer_id);
     } catch (error) {
@@ -218,21 +221,22 @@ export class LifecycleScheduler {
         .execute();
       return null;
     }
-    return { ...customer, ...applied };
+    return { ...customer, ...applied, started_at: startedAt };
   }
 
   /**
    * Releases the round's customers with the decider's next due instant for each, unless an event
    * after the decided revision lowered it meanwhile (then that instant stays, and a later round
-   * decides again).
+   * decides again). An instant that came due while the round ran (a slow round straddling it) is
+   * recorded as it is: the next round claims it.
    */
   private async recordNextDue(runs: CustomerRun[]): Promise<void> {
     if (runs.length === 0) return;
     const now = this.options.now();
     const rows = runs.map((run) => {
       let next = run.nextDueAt;
-      if (next !== null && next <= now) {
-        // A run does everything due at its clock time: anything still due now means the decider and the index disagree.
+      if (next !== null && next <= run.started_at) {
+        // A run does everything due at its clock time: anything due before it began means the decider and the index disagree.
         this.options.logger?.warn({ customer_id: run.customer_id, next_due_at: next.toISOString() }, 'due work left after a run; looking again later');
         next = new Date(now.getTime() + FAILURE_BACKOFF_MS);
       }
