@@ -351,11 +351,16 @@ async function main() {
 async function lifecycleRow(tmp: string): Promise<Row> {
   const r = await measureLifecycle(tmp, { lots: settings.lifecycleLots, loadCustomers: settings.customers, seconds: settings.shortSeconds }, log);
   const keep = r.earnsDuring / r.earnsBefore;
-  log(`lifecycle: ${fmt(r.lots)} lots expired at ${fmt(r.expiredPerSecond)}/s; earns ${fmt(r.earnsDuring)}/s during vs ${fmt(r.earnsBefore)}/s before`);
+  log(
+    `lifecycle: ${fmt(r.lots)} lots expired at ${fmt(r.expiredPerSecond)}/s; earns ${fmt(r.earnsDuring)}/s during vs ${fmt(r.earnsBefore)}/s before` +
+      (r.earnsAfter === null ? '' : ` and ${fmt(r.earnsAfter)}/s after the last expiry (the same load going on: a control at the same minute)`),
+  );
   notes.push(
-    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`, its scheduler in the same process) ` +
+    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`: one process, its scheduler on a thread of its own) ` +
       `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
-      `earns of the load customers while both ran. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant. ` +
+      `earns of the load customers while both ran` +
+      (r.earnsAfter === null ? '' : ` (and after the last expiry, the load going on: ${fmt(r.earnsAfter)}/s)`) +
+      `. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant. ` +
       `CPU (from /proc): ${fmt(r.cpu.perEarn.nodeMs, 2)} ms in the server (${fmt(r.cpu.perEarn.mainThreadMs, 2)} of it on its main thread) + ${fmt(r.cpu.perEarn.postgresMs, 2)} ms in PostgreSQL per earn of the baseline; ` +
       `per expired lot, what the expiry window used beyond its earns at that cost: ${fmt(r.cpu.perLot.nodeUs)} µs (${fmt(r.cpu.perLot.mainThreadUs)} µs on the main thread) + ${fmt(r.cpu.perLot.postgresUs)} µs.`,
   );

@@ -28,6 +28,12 @@ export interface LifecycleMeasurement {
   /** Earns/s of the same load before the expiry run, and while it ran (earns recorded in its window). */
   earnsBefore: number;
   earnsDuring: number;
+  /**
+   * Earns/s of the same load after the last expiry, when it ran on for 5 s or more: a control at
+   * nearly the same minute and on the same heap, against which `earnsBefore` tells the machine's
+   * or the process's drift from the expiry's own cost. Null when the load ended sooner.
+   */
+  earnsAfter: number | null;
   /** How late the first expiry was after the due instant. */
   firstLateMs: number;
   /**
@@ -113,7 +119,21 @@ export async function measureLifecycle(
         windowEnded,
         customers.map((id) => streams.customer(id)),
       ]);
+      // The control: from a second after the last expiry (its projection done) to a second before the load's end.
+      const after = { from: new Date(new Date(w.last).getTime() + 1000), to: new Date(loadEnded.getTime() - 1000) };
+      const afterSeconds = (after.to.getTime() - after.from.getTime()) / 1000;
+      const earnsAfter =
+        afterSeconds < 5
+          ? null
+          : Number(
+              (await c.query<{ n: string }>(`select count(*) as n from events where type = 'PointsEarned' and recorded_at >= $1 and recorded_at <= $2 and stream_id = any($3)`, [
+                after.from,
+                after.to,
+                customers.map((id) => streams.customer(id)),
+              ])).rows[0]!.n,
+            ) / afterSeconds;
       return {
+        earnsAfter,
         earnsInWindow: Number(inWindow.rows[0]!.n), first: new Date(w.first), last: new Date(w.last), n: Number(w.n), lots: Number(w.lots), counted: Number(w.counted), earnsPerSecond: Number(earns.rows[0]!.n) / overlapSeconds };
     }, dbName);
     const expirySeconds = (window.last.getTime() - from.getTime()) / 1000;
@@ -125,6 +145,7 @@ export async function measureLifecycle(
       exactlyOnce: window.n === options.lots && window.lots === options.lots,
       earnsBefore: before.okPerSecond,
       earnsDuring: window.earnsPerSecond,
+      earnsAfter: window.earnsAfter,
       firstLateMs: window.first.getTime() - dueAt.getTime(),
       cpu: {
         perEarn,
