@@ -33,6 +33,7 @@
  *   BENCH_LOG_LEVEL       the server's LOG_LEVEL (default: the service's own default)
  *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
  *   BENCH_KEEP=1          keep the temporary directory (server logs, profiles) and print its path
+ *   BENCH_DB_PREFIX       how the names of the databases the bench creates begin (loyalty_bench)
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
