@@ -51,7 +51,7 @@ import { streams } from '../../src/events/streams.js';
 import { openDatabase } from '../../src/db/database.js';
 import { PostgresEventStore } from '../../src/store/postgres-event-store.js';
 import { summarizeProfile } from './cpu-profile.js';
-import { costDuring, cpuDuring } from './cpu-time.js';
+import { cpuDuring } from './cpu-time.js';
 import { Api, earnLoad, type LoadResult, percentile, readLoad } from './load.js';
 import {
   createDatabase,
@@ -435,7 +435,7 @@ async function hotCustomer(server: ServerProcess, keys: Keys, dbName: string, la
   const [hot] = await api.createCustomers(1, `hot-${rows.length}`);
   const before = await api.balance(hot!);
   log(`earn, ${label}, ${settings.shortSeconds} s`);
-  const cost = await costDuring(server.pid, dbName, () => earnLoad({ baseUrl, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds }));
+  const cost = await cpuDuring(server.pid, dbName, () => earnLoad({ baseUrl, key: keys.private_key, customers: [hot!], connections: 32, seconds: settings.shortSeconds }));
   const run = cost.result;
   // Whether more processes could help at all: how busy the machine was, and what an earn cost it.
   const cpuPerEarnUs = ((cost.nodeMs + cost.postgresMs) * 1000) / Math.max(1, run.ok);

@@ -40,24 +40,31 @@ export async function backendPids(db: string): Promise<number[]> {
 }
 
 /**
- * CPU used by a server's processes and its database's backends while `work` runs, in ms; and of
- * that, the server's main thread's (the one that serves HTTP when it serves in one process).
+ * CPU used by a server's processes and its database's backends while `work` runs, in ms; of that,
+ * the server's main thread's (the one that serves HTTP when it serves in one process); and how busy
+ * the whole machine was meanwhile (a share of all its cores; 1 = every core all the time).
  */
 export async function cpuDuring<T>(
   serverPid: number,
   db: string,
   work: () => Promise<T>,
-): Promise<{ result: T; nodeMs: number; postgresMs: number; mainThreadMs: number }> {
+): Promise<{ result: T; nodeMs: number; postgresMs: number; mainThreadMs: number; machineBusy: number }> {
   const sample = async () => {
     const node = descendants(serverPid);
     const backends = await backendPids(db);
-    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])), main: cpuMs(serverPid, serverPid) };
+    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])), main: cpuMs(serverPid, serverPid), machine: machineCpuMs() };
   };
   const before = await sample();
   const result = await work();
   const after = await sample();
   const used = (a: Map<number, number>, b: Map<number, number>) => [...a].reduce((sum, [pid, ms]) => sum + ms - (b.get(pid) ?? 0), 0);
-  return { result, nodeMs: used(after.node, before.node), postgresMs: used(after.backends, before.backends), mainThreadMs: after.main - before.main };
+  return {
+    result,
+    nodeMs: used(after.node, before.node),
+    postgresMs: used(after.backends, before.backends),
+    mainThreadMs: after.main - before.main,
+    machineBusy: (after.machine.busy - before.machine.busy) / Math.max(1, after.machine.total - before.machine.total),
+  };
 }
 
 /** Busy and total CPU time of the whole machine so far, in ms (all cores, from /proc/stat). */
@@ -68,13 +75,3 @@ export function machineCpuMs(): { busy: number; total: number } {
   return { busy: ((total - idle) * 1000) / TICK, total: (total * 1000) / TICK };
 }
 
-/**
- * What `work` cost: CPU of a server's processes and its database's backends (`cpuDuring`), and how
- * busy the whole machine was meanwhile (a share of all its cores; 1 = every core all the time).
- */
-export async function costDuring<T>(serverPid: number, db: string, work: () => Promise<T>): Promise<{ result: T; nodeMs: number; postgresMs: number; machineBusy: number }> {
-  const before = machineCpuMs();
-  const measured = await cpuDuring(serverPid, db, work);
-  const after = machineCpuMs();
-  return { ...measured, machineBusy: (after.busy - before.busy) / Math.max(1, after.total - before.total) };
-}

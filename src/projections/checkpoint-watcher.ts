@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { Listener } from '../db/listen.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
+import { coalesced } from '../coalesced.js';
 
 /** Pause between two reads of the checkpoints while someone waits and no announcement can come (a read is one indexed query). */
 const POLL_MS = 10;
@@ -21,7 +22,8 @@ export type ListenForCheckpoints = (listener: Listener) => Promise<() => Promise
  */
 export class CheckpointWatcher {
   private waiters: Array<{ position: Checkpoint; resolve: (reached: boolean) => void }> = [];
-  private polling: Promise<void> | null = null;
+  /** One poll of the checkpoints at a time, shared by the waiters that ask meanwhile. */
+  private readonly pollOnce = coalesced(() => this.poll());
   /** The latest lowest checkpoint announced or read. */
   private known: Checkpoint | null = null;
   private announced = false;
@@ -46,7 +48,7 @@ export class CheckpointWatcher {
         resolve(reached);
       };
       this.waiters.push(waiter);
-      this.polling ??= this.poll().finally(() => (this.polling = null));
+      void this.pollOnce();
     });
   }
 
