@@ -1,4 +1,5 @@
-import type { Server } from 'node:http';
+import { rmSync } from 'node:fs';
+import type { RequestListener, Server } from 'node:http';
 import { type AddressInfo, Server as NetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import pino from 'pino';
@@ -6,7 +7,8 @@ import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
 import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
 import { type Config, ConfigError, servingProcesses } from '../config.js';
-import { type AppOptions, createApp } from '../http/app.js';
+import { type App, type AppOptions, createApp } from '../http/app.js';
+import { AFFINITY_VARIABLES, type AffinityOptions, affinitySocket, passingOnWrites } from '../cluster/customer-affinity.js';
 import { createHttpServer } from '../http/http-server.js';
 import { createMetrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
@@ -46,7 +48,7 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   if (role === 'all') await provisionOnFirstStart(services);
   if (role === 'workers') {
     // No API: /healthz (the loops), /readyz and /metrics only, for the container's health check and scraping.
-    const server = listenHttp(services, { opsOnly: true }, (port) => {
+    const server = listenHttp(services, createApp(services, { opsOnly: true }), undefined, (port) => {
       services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
       process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
     });
@@ -54,7 +56,7 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   }
   let draining = false;
   let stopping = false;
-  const server = listenHttp(services, { draining: () => draining, stopping: () => stopping }, (port) => {
+  const server = listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), undefined, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
     process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
   });
@@ -90,7 +92,13 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   let stopping = false;
   channel.onStopping(() => (stopping = true));
   const options: AppOptions = { draining: () => draining, stopping: () => stopping, metrics, metricsText: () => channel.instanceMetrics() };
-  const server = listenHttp(services, options, (port) => {
+  const app = createApp(services, options);
+  const place = affinityPlace();
+  let passing: ReturnType<typeof passingOnWrites> | undefined;
+  const route = place && ((local: RequestListener) => (passing = passingOnWrites(local, { ...place, passing: () => !draining })));
+  // The writes the other HTTP children pass on to this one (customer-affinity.ts).
+  const passedOn = place && (await listenForPassedOn(createHttpServer(app.fetch, { hostname: config.host, logger: services.logger }), place.socketOf(place.index)));
+  const server = listenHttp(services, app, route, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
     // Asked before the server listened, stopping would not stop it: so only from here on.
     let closed: Promise<void> | undefined;
@@ -101,10 +109,33 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
     channel.onDrain(() =>
       shutDown(services, 'drain', (done) => {
         draining = true;
-        void (closed ?? stopAccepting(server)).then(done);
+        // From here this child makes every write itself; what it passed on is answered first.
+        const passingDone = passing?.close();
+        const internal = passedOn ? stopAccepting(passedOn) : undefined;
+        if (passedOn) closeIdleAfterGrace(passedOn);
+        void Promise.all([closed ?? stopAccepting(server), internal, passingDone]).then(done);
         closeIdleAfterGrace(server);
       }),
     );
+  });
+}
+
+/** Where this HTTP child stands among the instance's, when the primary said (see customer-affinity.ts). */
+function affinityPlace(): Omit<AffinityOptions, 'passing'> | undefined {
+  const instance = process.env[AFFINITY_VARIABLES.instance];
+  const index = Number(process.env[AFFINITY_VARIABLES.index]);
+  const size = Number(process.env[AFFINITY_VARIABLES.size]);
+  if (!instance || !Number.isInteger(index) || !Number.isInteger(size) || size < 2) return undefined;
+  return { index, size, socketOf: (i) => affinitySocket(instance, i) };
+}
+
+/** Listens on `socket` (a file left by a child that died before it is replaced). */
+function listenForPassedOn(server: Server, socket: string): Promise<Server> {
+  rmSync(socket, { force: true });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    // Exclusive: this child's own socket, not one node:cluster would share among the children.
+    server.listen({ path: socket, exclusive: true }, () => resolve(server));
   });
 }
 
@@ -142,10 +173,9 @@ async function provisionOnFirstStart(services: Services): Promise<void> {
 
 const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
 
-function listenHttp(services: Services, options: AppOptions, onListening: (port: number) => void): Server {
-  const app = createApp(services, options);
+function listenHttp(services: Services, app: App, route: ((local: RequestListener) => RequestListener) | undefined, onListening: (port: number) => void): Server {
   const { port, host } = services.config;
-  const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger });
+  const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger, ...(route ? { route } : {}) });
   server.listen(port, host, () => onListening((server.address() as AddressInfo).port));
   return server;
 }

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
+import { AFFINITY_VARIABLES } from './customer-affinity.js';
 import { MetricsCollector } from './cluster-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
 
@@ -50,6 +51,8 @@ export interface ClusterOptions {
  * - The HTTP children write as `--role api` does: each append is signalled with `pg_notify` to
  *   the workers child, and a write answers once the workers' checkpoints have passed it.
  * - A child that dies is restarted after a pause that grows while it keeps dying young.
+ * - Writes to a customer are made by one HTTP child, the customer's owner; the others pass them on
+ *   (customer-affinity.ts).
  * - `/metrics`, asked of any HTTP child, is the sum of every child's (cluster-metrics.ts).
  * - SIGTERM/SIGINT: see `stop`.
  */
@@ -88,10 +91,12 @@ export async function superviseCluster(config: Config, { role, processes, logger
   const tell = (c: Child, message: ToChild) => void c.worker?.send(message, () => {});
 
   const fork = (c: Child) => {
-    const worker = cluster.fork({ [CHILD_ROLE_VARIABLE]: c.role });
+    const place = c.role === 'api' ? { [AFFINITY_VARIABLES.instance]: String(process.pid), [AFFINITY_VARIABLES.index]: String(apis.indexOf(c)), [AFFINITY_VARIABLES.size]: String(apis.length) } : {};
+    const worker = cluster.fork({ [CHILD_ROLE_VARIABLE]: c.role, ...place });
     Object.assign(c, { worker, ready: false, stoppedListening: false });
     c.backoff.started(Date.now());
     worker.on('listening', (address) => {
+      if (address.addressType === -1) return; // the socket for writes passed on (customer-affinity.ts), not the port
       port = address.port;
       c.ready = true;
       changed();
