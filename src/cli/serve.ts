@@ -3,6 +3,7 @@ import type { RequestListener, Server } from 'node:http';
 import { type AddressInfo, Server as NetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import pino from 'pino';
+import { Counter } from 'prom-client';
 import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
 import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
@@ -95,9 +96,15 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   const app = createApp(services, options);
   const place = affinityPlace();
   let passing: ReturnType<typeof passingOnWrites> | undefined;
-  const route = place && ((local: RequestListener) => (passing = passingOnWrites(local, { ...place, passing: () => !draining })));
+  const passedOn = new Counter({
+    name: 'loyalty_http_requests_passed_on_total',
+    help: "Writes this HTTP process passed on to the customer's owner among the instance's processes, by outcome",
+    labelNames: ['outcome'],
+    registers: [metrics.registry],
+  });
+  const route = place && ((local: RequestListener) => (passing = passingOnWrites(local, { ...place, passing: () => !draining, passed: (outcome) => passedOn.inc({ outcome }) })));
   // The writes the other HTTP children pass on to this one (customer-affinity.ts).
-  const passedOn = place && (await listenForPassedOn(createHttpServer(app.fetch, { hostname: config.host, logger: services.logger }), place.socketOf(place.index)));
+  const passedOnServer = place && (await listenForPassedOn(createHttpServer(app.fetch, { hostname: config.host, logger: services.logger }), place.socketOf(place.index)));
   const server = listenHttp(services, app, route, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
     // Asked before the server listened, stopping would not stop it: so only from here on.
@@ -111,8 +118,8 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
         draining = true;
         // From here this child makes every write itself; what it passed on is answered first.
         const passingDone = passing?.close();
-        const internal = passedOn ? stopAccepting(passedOn) : undefined;
-        if (passedOn) closeIdleAfterGrace(passedOn);
+        const internal = passedOnServer ? stopAccepting(passedOnServer) : undefined;
+        if (passedOnServer) closeIdleAfterGrace(passedOnServer);
         void Promise.all([closed ?? stopAccepting(server), internal, passingDone]).then(done);
         closeIdleAfterGrace(server);
       }),

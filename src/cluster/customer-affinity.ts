@@ -33,7 +33,12 @@ export interface AffinityOptions {
   socketOf: (index: number) => string;
   /** False once this child drains: it then makes every write itself (see `passOn`). */
   passing: () => boolean;
+  /** Told what became of each write this child passed on (for `/metrics`). */
+  passed?: (outcome: PassedOutcome) => void;
 }
+
+/** `answered`: by the owner; `made_here`: the owner could not be reached; `unknown`: it went away meanwhile (503). */
+export type PassedOutcome = 'answered' | 'made_here' | 'unknown';
 
 /** The environment variables through which the primary tells an HTTP child where it stands. */
 export const AFFINITY_VARIABLES = { instance: 'LOYALTY_CLUSTER_INSTANCE', index: 'LOYALTY_CLUSTER_INDEX', size: 'LOYALTY_CLUSTER_HTTP_PROCESSES' } as const;
@@ -96,7 +101,10 @@ export function passingOnWrites(local: RequestListener, options: AffinityOptions
       return void local(req, res);
     }
     void readBody(req).then(
-      (body) => passOn(poolOf(owner), req, body, res, () => local(Object.assign(req, { rawBody: body }), res)),
+      async (body) => {
+        const outcome = await passOn(poolOf(owner), req, body, res, () => local(Object.assign(req, { rawBody: body }), res));
+        options.passed?.(outcome);
+      },
       () => req.destroy(), // the client went away while sending
     );
   };
@@ -117,19 +125,19 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
  * restarting, say), `here` answers it; if the owner went away after it was sent, whether it was
  * applied is unknown: 503 `unavailable`, which a client retries with the same Idempotency-Key.
  */
-async function passOn(pool: Pool, req: IncomingMessage, body: Buffer, res: ServerResponse, here: () => void): Promise<void> {
+async function passOn(pool: Pool, req: IncomingMessage, body: Buffer, res: ServerResponse, here: () => void): Promise<PassedOutcome> {
   let answer;
-  try {
-    answer = await pool.request({ method: req.method as 'POST', path: req.url!, headers: endToEnd(req.headers), body });
-  } catch (error) {
-    if (NOT_SENT.has((error as { code?: string }).code ?? '')) return here();
-    return unknownOutcome(res);
-  }
   let payload: Buffer;
   try {
+    answer = await pool.request({ method: req.method as 'POST', path: req.url!, headers: endToEnd(req.headers), body });
     payload = Buffer.from(await answer.body.arrayBuffer());
-  } catch {
-    return unknownOutcome(res);
+  } catch (error) {
+    if (!answer && NOT_SENT.has((error as { code?: string }).code ?? '')) {
+      here();
+      return 'made_here';
+    }
+    unknownOutcome(res);
+    return 'unknown';
   }
   const headers = endToEnd(answer.headers as IncomingHttpHeaders);
   // The owner closed after an early answer: this connection holds no unread body (it was read
@@ -137,6 +145,7 @@ async function passOn(pool: Pool, req: IncomingMessage, body: Buffer, res: Serve
   if (answer.headers.connection === 'close') headers.connection = 'close';
   res.writeHead(answer.statusCode, headers);
   res.end(payload);
+  return 'answered';
 }
 
 function unknownOutcome(res: ServerResponse): void {

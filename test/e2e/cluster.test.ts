@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { get } from 'node:http';
+import { get, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -45,6 +45,24 @@ function getOnNewConnection(baseUrl: string, urlPath: string, key: string): Prom
       res.setEncoding('utf8').on('data', (s: string) => (text += s));
       res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
     }).once('error', reject);
+  });
+}
+
+/** One earn on a connection of its own (so that cluster hands it to the next child in turn), with an Idempotency-Key. */
+function earnOnNewConnection(baseUrl: string, customerId: string, key: string, idempotencyKey: string): Promise<{ status: number; body: any }> {
+  const body = JSON.stringify({ type: 'earn', amount: 1 });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${baseUrl}/api/v1/customers/${customerId}/points/transaction`,
+      { method: 'POST', agent: false, headers: { 'x-api-key': key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'idempotency-key': idempotencyKey } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (s: string) => (text += s));
+        res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
+      },
+    );
+    req.once('error', reject);
+    req.end(body);
   });
 }
 
@@ -161,28 +179,54 @@ describe.runIf(SERVER_MODE)(
       expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(4000);
     }, 120_000);
 
-    it('restarts an HTTP process killed with SIGKILL, and the port answers throughout', async () => {
+    it('makes every write to a customer in one HTTP process, its owner; restarts the owner killed with SIGKILL, and its customers can be written throughout', async () => {
       const server = await startServer(await newStore(), { processes: 2 });
       const { privateKey: key } = printedKeys(server.stdout);
       for (let i = 0; i < 6; i++) expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', key!)).status).toBe(200);
-      const before = [...(await requestsByPid(server)).keys()];
-      expect(before).toHaveLength(2);
+      const before = await requestsByPid(server);
+      expect(before.size).toBe(2);
 
-      process.kill(before[0]!, 'SIGKILL');
+      // 10 earns, each on a new connection, so cluster hands them to both processes in turn: the
+      // customer's owner answers all 10 (CONTRACT.md §12), the other passes its share on.
+      const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'owned@example.com' } });
+      const counted = await requestsByPid(server);
+      for (let i = 0; i < 10; i++) expect((await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `owned-${i}`)).status).toBe(201);
+      const after = await requestsByPid(server);
+      // Between the two scrapes: the 10 earns, and at most one of the scrapes.
+      const answered = [...after].map(([pid, n]) => ({ pid, n: n - (counted.get(pid) ?? 0) })).sort((a, b) => b.n - a.n);
+      expect(answered.map((a) => a.n >= 10 && a.n <= 11)).toEqual([true, false]);
+      expect(answered[1]!.n).toBeLessThanOrEqual(1);
+      const owner = answered[0]!.pid;
+      const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+      expect(samples(metrics, 'loyalty_http_requests_passed_on_total').get('{outcome="answered"}')).toBeGreaterThanOrEqual(4);
+
+      process.kill(owner, 'SIGKILL');
       const deadline = Date.now() + 30_000;
       while (!server.stdout.includes('exited; restarting it') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       expect(server.stdout).toMatch(/HTTP process \d exited; restarting it/);
+
+      // The other process makes the owner's writes while it is down. One the owner received as it
+      // died may be answered 503 (made or not, unknown): retried with its Idempotency-Key, as a client would.
+      for (let i = 0; i < 10; i++) {
+        let answer = await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `while-down-${i}`);
+        if (answer.status === 503) answer = await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `while-down-${i}`);
+        expect(answer.status).toBe(201);
+      }
 
       // One process serves alone until the new one listens; every request is answered meanwhile.
       let pids: number[] = [];
       while (Date.now() < deadline) {
         expect((await getOnNewConnection(server.baseUrl, '/api/v1/customers', key!)).status).toBe(200);
         pids = [...(await requestsByPid(server)).keys()];
-        if (pids.length === 2 && !pids.includes(before[0]!)) break;
+        if (pids.length === 2 && !pids.includes(owner)) break;
       }
-      expect(pids).toContain(before[1]);
+      const survivor = [...before.keys()].find((pid) => pid !== owner)!;
+      expect(pids).toContain(survivor);
       expect(pids).toHaveLength(2);
-      expect(pids).not.toContain(before[0]);
+      expect(pids).not.toContain(owner);
+      // The restarted owner makes them again; the balance counts each earn once.
+      for (let i = 0; i < 4; i++) expect((await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `restarted-${i}`)).status).toBe(201);
+      expect((await getOnNewConnection(server.baseUrl, `/api/v1/customers/${customer.body.id}`, key!)).body.points_balance).toBe(24);
 
       server.signal('SIGTERM');
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
