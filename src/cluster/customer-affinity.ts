@@ -65,8 +65,11 @@ export function ownerOf(customerId: string, size: number): number {
   return (hash >>> 0) % size;
 }
 
-/** Headers that belong to one connection, not to the request or answer passed on. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer']);
+/**
+ * Headers that belong to one connection, not to the request or answer passed on. `expect`: this
+ * child has answered `100 Continue` and read the body already (and undici refuses the header).
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'expect']);
 
 function endToEnd(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const kept: Record<string, string | string[]> = {};
@@ -74,8 +77,11 @@ function endToEnd(headers: IncomingHttpHeaders): Record<string, string | string[
   return kept;
 }
 
-/** Errors that say the request never reached the owner: making it here instead is safe. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOENT', 'UND_ERR_CONNECT_TIMEOUT']);
+/**
+ * Errors that say the request never reached the owner: making it here instead is safe. Nothing
+ * listens (a child restarting), or undici refused the request before sending it.
+ */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOENT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED']);
 
 /**
  * Wraps `local` (the app's listener): writes owned by another child are passed on to it; the rest,

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -64,7 +64,7 @@ async function instance(options: { ownerUp?: boolean; owner?: RequestListener } 
     const text = await response.body.text();
     return { status: response.statusCode, headers: response.headers, body: text ? JSON.parse(text) : undefined };
   };
-  return { send, outcomes, close: async () => (await agent.close(), await listener.close()) };
+  return { base, send, outcomes, close: async () => (await agent.close(), await listener.close()) };
 }
 
 describe('which requests a child passes on', () => {
@@ -121,17 +121,32 @@ describe('a write owned by another child', () => {
     await front.close();
   });
 
-  it('passes on the owner asking to close the connection; a body over the limit or chunked is answered by the child asked', async () => {
+  it('passes on the owner asking to close the connection, and a body sent after 100 Continue; a body over the limit or chunked is answered by the child asked', async () => {
     const front = await instance();
     const theirs = customerOwnedBy(1);
     const closing = await front.send('POST', `/api/v1/customers/${theirs}/points/transaction`, '{}', { 'x-close': 'yes' });
     expect(closing.body.by).toBe('owner');
     expect(closing.headers.connection).toBe('close');
+    // A client that asked to be told to go on (curl does for larger bodies) has been, here.
+    const continued = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = httpRequest(`${front.base}/api/v1/customers/${theirs}/points/transaction`, {
+        method: 'POST',
+        headers: { expect: '100-continue', 'content-length': 7, 'x-api-key': 'sk_test' },
+      });
+      req.once('continue', () => req.end('{"a":1}'));
+      req.once('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.once('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+      });
+      req.once('error', reject);
+    });
+    expect(continued).toMatchObject({ status: 201, body: { by: 'owner', body: '{"a":1}' } });
     const huge = 'x'.repeat(MAX_BODY_BYTES + 1);
     expect((await front.send('POST', `/api/v1/customers/${theirs}/points/transaction`, huge)).body.by).toBe('front');
     const chunked = await front.send('POST', `/api/v1/customers/${theirs}/points/transaction`, Readable.from(['{"type":', '"earn"}']));
     expect(chunked.body).toMatchObject({ by: 'front', body: '{"type":"earn"}' });
-    expect(front.outcomes).toEqual(['answered']);
+    expect(front.outcomes).toEqual(['answered', 'answered']);
     await front.close();
   });
 });
