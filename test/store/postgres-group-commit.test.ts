@@ -146,14 +146,17 @@ describe(`postgres event store: group commit (${STORE_KIND})`, () => {
         // Another session moves the program, following the store's protocol, and is slow to commit.
         await client.query('begin');
         await client.query('update streams set version = 1 where stream_id = $1', [p]);
-        const appended = store.append([
-          { stream: c, expected: 'no_stream', events: [event()] },
-          { stream: p, expected: 0, events: [] },
-        ]);
+        // Its failure is taken at once: it may come before the commit below has been answered.
+        const appended = store
+          .append([
+            { stream: c, expected: 'no_stream', events: [event()] },
+            { stream: p, expected: 0, events: [] },
+          ])
+          .catch((e: unknown) => e);
         await waitForLockWaiters(handle.db, 1);
         await insertRawEvent(client, p, 1);
         await client.query('commit');
-        const error = await appended.catch((e: unknown) => e);
+        const error = await appended;
         expectWrongVersion({ status: 'rejected', reason: error }, p, 0, 1);
       });
       expect(await store.readStream(c)).toEqual([]);
@@ -165,15 +168,17 @@ describe(`postgres event store: group commit (${STORE_KIND})`, () => {
         // Another session holds the append lock, and creates the program before it commits.
         await client.query('begin');
         await client.query('select pg_advisory_xact_lock($1::bigint)', [APPEND_LOCK_KEY.toString()]);
-        const appended = store.append([
-          { stream: c, expected: 'no_stream', events: [event()] },
-          { stream: p, expected: 'no_stream', events: [] },
-        ]);
+        const appended = store
+          .append([
+            { stream: c, expected: 'no_stream', events: [event()] },
+            { stream: p, expected: 'no_stream', events: [] },
+          ])
+          .catch((e: unknown) => e);
         await waitForLockWaiters(handle.db, 1);
         await client.query('insert into streams (stream_id, version) values ($1, 0)', [p]);
         await insertRawEvent(client, p, 0);
         await client.query('commit');
-        const error = await appended.catch((e: unknown) => e);
+        const error = await appended;
         expectWrongVersion({ status: 'rejected', reason: error }, p, 'no_stream', 0);
       });
       expect(await store.readStream(c)).toEqual([]);
