@@ -106,13 +106,12 @@ export function passingOnWrites(local: RequestListener, options: AffinityOptions
     if (owner === options.index || !options.passing() || req.headers['transfer-encoding'] !== undefined || (length !== undefined && !(Number(length) <= MAX_BODY_BYTES))) {
       return void local(req, res);
     }
-    void readBody(req).then(
-      async (body) => {
-        const outcome = await passOn(poolOf(owner), req, body, res, () => local(Object.assign(req, { rawBody: body }), res));
-        options.passed?.(outcome);
-      },
-      () => req.destroy(), // the client went away while sending
-    );
+    void readBody(req)
+      .then(
+        async (body) => options.passed?.(await passOn(poolOf(owner), req, body, res, () => local(Object.assign(req, { rawBody: body }), res))),
+        () => req.destroy(), // the client went away while sending
+      )
+      .catch(() => unknownOutcome(res)); // nothing above should throw; if it does, the request is still answered
   };
   return Object.assign(listener, { close: async () => void (await Promise.all([...pools.values()].map((p) => p.close()))) });
 }
