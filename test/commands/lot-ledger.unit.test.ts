@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type LotOp, lotOp } from '../support/lot-ops.js';
-import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
+import { idHash, LotLedger } from '../../src/commands/customer/lot-ledger.js';
 import { customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { cachedWeight } from '../../src/commands/customer/customer-state.js';
 import {
@@ -140,6 +140,28 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
     expect(back.values()).toEqual(ledger.values());
     expect(back.openLots().map((l) => l.transactionId)).toEqual(['txn_1', 'txn_2', 'txn_3', 'txn_4']);
     expect(back.timedLots().map((l) => l.transactionId)).toEqual(['txn_2']);
+  });
+});
+
+
+describe('LotLedger: finding a lot by its id', () => {
+  it('finds each of two ids whose hashes collide, and neither where only the other was made', () => {
+    // Two ids under one FNV-1a hash (found by a birthday search over txn_ + base-36 counters).
+    const [a, b] = ['txn_00000000000000002rnw', 'txn_0000000000000000jpba'];
+    expect(idHash(a)).toBe(idHash(b));
+    const made = (id: string) => ({ transactionId: id, amount: 5, createdAt: iso(T0), availableAt: null, expiresAt: null });
+    const onlyA = LotLedger.EMPTY.credit(made(a));
+    expect(onlyA.get(a)?.transactionId).toBe(a);
+    expect(onlyA.get(b)).toBeUndefined();
+    const both = onlyA.credit(made(b)).expire(a);
+    expect(both.get(a)).toMatchObject({ transactionId: a, remaining: 0 });
+    expect(both.get(b)).toMatchObject({ transactionId: b, remaining: 5 });
+    expect(both.values().map((l) => l.transactionId)).toEqual([a, b]);
+    // The ledger before is untouched by what came after it.
+    expect(onlyA.get(b)).toBeUndefined();
+    expect(onlyA.get(a)?.remaining).toBe(5);
+    // A snapshot's lots come back the same.
+    expect(LotLedger.of(both.toJSON()).get(b)).toEqual(both.get(b));
   });
 });
 
