@@ -9,9 +9,9 @@ import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
 import { type Config, ConfigError, servingProcesses } from '../config.js';
 import { type App, type AppOptions, createApp } from '../http/app.js';
-import { AFFINITY_VARIABLES, type AffinityOptions, affinitySocket, passingOnWrites } from '../cluster/customer-affinity.js';
+import { AFFINITY_VARIABLES, affinitySocket, passingOnWrites } from '../cluster/customer-affinity.js';
 import { createHttpServer } from '../http/http-server.js';
-import { createMetrics } from '../http/routes/ops-routes.js';
+import { createMetrics, type Metrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { boundHeapGrowth } from './heap-growth.js';
@@ -94,18 +94,8 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   channel.onStopping(() => (stopping = true));
   const options: AppOptions = { draining: () => draining, stopping: () => stopping, metrics, metricsText: () => channel.instanceMetrics() };
   const app = createApp(services, options);
-  const place = affinityPlace();
-  let passing: ReturnType<typeof passingOnWrites> | undefined;
-  const passedOn = new Counter({
-    name: 'loyalty_http_requests_passed_on_total',
-    help: "Writes this HTTP process passed on to the customer's owner among the instance's processes, by outcome",
-    labelNames: ['outcome'],
-    registers: [metrics.registry],
-  });
-  const route = place && ((local: RequestListener) => (passing = passingOnWrites(local, { ...place, passing: () => !draining, passed: (outcome) => passedOn.inc({ outcome }) })));
-  // The writes the other HTTP children pass on to this one (customer-affinity.ts).
-  const passedOnServer = place && (await listenForPassedOn(createHttpServer(app.fetch, { hostname: config.host, logger: services.logger }), place.socketOf(place.index)));
-  const server = listenHttp(services, app, route, (port) => {
+  const affinity = await passWritesToOwners(services, app, metrics, () => draining);
+  const server = listenHttp(services, app, affinity?.route, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
     // Asked before the server listened, stopping would not stop it: so only from here on.
     let closed: Promise<void> | undefined;
@@ -116,34 +106,50 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
     channel.onDrain(() =>
       shutDown(services, 'drain', (done) => {
         draining = true;
-        // From here this child makes every write itself; what it passed on is answered first.
-        const passingDone = passing?.close();
-        const internal = passedOnServer ? stopAccepting(passedOnServer) : undefined;
-        if (passedOnServer) closeIdleAfterGrace(passedOnServer);
-        void Promise.all([closed ?? stopAccepting(server), internal, passingDone]).then(done);
+        void Promise.all([closed ?? stopAccepting(server), affinity?.close()]).then(done);
         closeIdleAfterGrace(server);
       }),
     );
   });
 }
 
-/** Where this HTTP child stands among the instance's, when the primary said (see customer-affinity.ts). */
-function affinityPlace(): Omit<AffinityOptions, 'passing'> | undefined {
+/**
+ * Each customer's writes made by its owner among the instance's HTTP children (customer-affinity.ts),
+ * when the primary said where this child stands: `route` passes the writes this child does not own
+ * on; the writes the others pass on to it come in on its own Unix socket, to the same `app`. `close`
+ * (on the drain, after which this child makes every write itself) waits for what it passed on and
+ * for what was passed on to it.
+ */
+async function passWritesToOwners(services: Services, app: App, metrics: Metrics, draining: () => boolean) {
   const instance = process.env[AFFINITY_VARIABLES.instance];
   const index = Number(process.env[AFFINITY_VARIABLES.index]);
   const size = Number(process.env[AFFINITY_VARIABLES.size]);
   if (!instance || !Number.isInteger(index) || !Number.isInteger(size) || size < 2) return undefined;
-  return { index, size, socketOf: (i) => affinitySocket(instance, i) };
-}
-
-/** Listens on `socket` (a file left by a child that died before it is replaced). */
-function listenForPassedOn(server: Server, socket: string): Promise<Server> {
-  rmSync(socket, { force: true });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    // Exclusive: this child's own socket, not one node:cluster would share among the children.
-    server.listen({ path: socket, exclusive: true }, () => resolve(server));
+  const socketOf = (i: number) => affinitySocket(instance, i);
+  const outcomes = new Counter({
+    name: 'loyalty_http_requests_passed_on_total',
+    help: "Writes this HTTP process passed on to the customer's owner among the instance's processes, by outcome",
+    labelNames: ['outcome'],
+    registers: [metrics.registry],
   });
+  let passing: ReturnType<typeof passingOnWrites> | undefined;
+  const route = (local: RequestListener) =>
+    (passing = passingOnWrites(local, { index, size, socketOf, passing: () => !draining(), passed: (outcome) => outcomes.inc({ outcome }) }));
+  const passedOn = createHttpServer(app.fetch, { hostname: services.config.host, logger: services.logger });
+  rmSync(socketOf(index), { force: true }); // left by a child that died before this one replaced it
+  await new Promise<void>((resolve, reject) => {
+    passedOn.once('error', reject);
+    // Exclusive: this child's own socket, not one node:cluster would share among the children.
+    passedOn.listen({ path: socketOf(index), exclusive: true }, resolve);
+  });
+  return {
+    route,
+    close: async () => {
+      const closed = stopAccepting(passedOn);
+      closeIdleAfterGrace(passedOn);
+      await Promise.all([passing?.close(), closed]);
+    },
+  };
 }
 
 /** Opens the services for a role and starts its background work and cross-process wake-ups. */
