@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import type { RequestListener, Server } from 'node:http';
 import { type AddressInfo, Server as NetServer } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import pino from 'pino';
 import { Counter } from 'prom-client';
 import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
@@ -125,7 +125,11 @@ async function passWritesToOwners(services: Services, app: App, metrics: Metrics
   const index = Number(process.env[AFFINITY_VARIABLES.index]);
   const size = Number(process.env[AFFINITY_VARIABLES.size]);
   if (!instance || !Number.isInteger(index) || !Number.isInteger(size) || size < 2) return undefined;
-  const socketOf = (i: number) => affinitySocket(instance, i);
+  if (affinitySocket(instance, index) === undefined) {
+    services.logger.warn({ tmpdir: tmpdir() }, 'the temporary directory path is too long for a socket; every HTTP process makes its writes itself');
+    return undefined;
+  }
+  const socketOf = (i: number) => affinitySocket(instance, i)!;
   const outcomes = new Counter({
     name: 'loyalty_http_requests_passed_on_total',
     help: "Writes this HTTP process passed on to the customer's owner among the instance's processes, by outcome",
@@ -136,12 +140,19 @@ async function passWritesToOwners(services: Services, app: App, metrics: Metrics
   const route = (local: RequestListener) =>
     (passing = passingOnWrites(local, { index, size, socketOf, passing: () => !draining(), passed: (outcome) => outcomes.inc({ outcome }) }));
   const passedOn = createHttpServer(app.fetch, { hostname: services.config.host, logger: services.logger });
-  rmSync(socketOf(index), { force: true }); // left by a child that died before this one replaced it
-  await new Promise<void>((resolve, reject) => {
-    passedOn.once('error', reject);
-    // Exclusive: this child's own socket, not one node:cluster would share among the children.
-    passedOn.listen({ path: socketOf(index), exclusive: true }, resolve);
-  });
+  try {
+    rmSync(socketOf(index), { force: true }); // left by a child that died before this one replaced it
+    await new Promise<void>((resolve, reject) => {
+      passedOn.once('error', reject);
+      // Exclusive: this child's own socket, not one node:cluster would share among the children.
+      passedOn.listen({ path: socketOf(index), exclusive: true }, resolve);
+    });
+  } catch (error) {
+    // A temporary directory that is not writable, say: every write is then made where it arrives
+    // (the others, finding no socket here, make this child's too).
+    services.logger.warn({ err: error, socket: socketOf(index) }, 'cannot listen for writes passed on; this process makes every write itself');
+    return undefined;
+  }
   return {
     route,
     close: async () => {

@@ -44,9 +44,17 @@ export type PassedOutcome = 'answered' | 'made_here' | 'unknown';
 /** The environment variables through which the primary tells an HTTP child where it stands. */
 export const AFFINITY_VARIABLES = { instance: 'LOYALTY_CLUSTER_INSTANCE', index: 'LOYALTY_CLUSTER_INDEX', size: 'LOYALTY_CLUSTER_HTTP_PROCESSES' } as const;
 
-/** The socket HTTP child `index` of instance `instance` (its primary's pid) listens on for passed-on writes. */
-export function affinitySocket(instance: string, index: number): string {
-  return path.join(os.tmpdir(), `loyalty-${instance}-${index}.sock`);
+/** The longest socket path every platform takes whole (Linux's limit is 107 bytes, macOS's 103). */
+const MAX_SOCKET_PATH_BYTES = 100;
+
+/**
+ * The socket HTTP child `index` of instance `instance` (its primary's pid) listens on for passed-on
+ * writes; undefined when the temporary directory's path is too long for one (the kernel would cut
+ * the path, and every child's would name the same file): then no write is passed on.
+ */
+export function affinitySocket(instance: string, index: number): string | undefined {
+  const socket = path.join(os.tmpdir(), `loyalty-${instance}-${index}.sock`);
+  return Buffer.byteLength(socket) <= MAX_SOCKET_PATH_BYTES ? socket : undefined;
 }
 
 /** The customer a request writes, when it is a write to one customer (`/api/v1/customers/{id}` and below). */

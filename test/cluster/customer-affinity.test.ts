@@ -8,7 +8,7 @@ import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { customerWritten, ownerOf, type PassedOutcome, passingOnWrites } from '../../src/cluster/customer-affinity.js';
+import { affinitySocket, customerWritten, ownerOf, type PassedOutcome, passingOnWrites } from '../../src/cluster/customer-affinity.js';
 import { MAX_BODY_BYTES } from '../../src/http/middleware/body-size.js';
 
 /**
@@ -77,6 +77,19 @@ describe('which requests a child passes on', () => {
     expect(customerWritten('OPTIONS', '/api/v1/customers/cus_1')).toBeUndefined();
     expect(customerWritten('POST', '/api/v1/customers')).toBeUndefined(); // a new customer: no owner yet
     expect(customerWritten('POST', '/api/v1/rewards')).toBeUndefined();
+  });
+
+  it('passes nothing on where the temporary directory is too long for a socket path (the kernel would cut every child\'s to one)', () => {
+    const saved = process.env.TMPDIR;
+    try {
+      process.env.TMPDIR = '/tmp';
+      expect(affinitySocket('4242', 1)).toBe('/tmp/loyalty-4242-1.sock');
+      process.env.TMPDIR = `/tmp/${'d'.repeat(90)}`;
+      expect(affinitySocket('4242', 1)).toBeUndefined();
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
   });
 
   it('spreads customers evenly and the same way in every child', () => {
