@@ -268,13 +268,16 @@ describe.runIf(SERVER_MODE)(
       const loops = Array.from({ length: 16 }, (_, i) => loop(i));
       while (sent < 200) await new Promise((r) => setTimeout(r, 20));
       const served = await requestsByPid(server);
+      // Each loop's customer is owned by either process, so writes were being passed on too.
+      const passedOn = samples(await (await fetch(`${server.baseUrl}/metrics`)).text(), 'loyalty_http_requests_passed_on_total');
       server.signal('SIGTERM');
       const exit = await exitWithin(server, 10_000);
       await Promise.all(loops);
       await agent.close();
 
-      // Both processes were serving the load when the signal came.
+      // Both processes were serving the load when the signal came, passing writes on to each other.
       expect(served.size).toBe(2);
+      expect(passedOn.get('{outcome="answered"}')).toBeGreaterThan(0);
       expect(exit).toEqual({ code: 0, signal: null });
       // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
       expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
