@@ -157,12 +157,12 @@ export class LotLedger {
       timed = timed.asMutable();
     }
     for (const lot of changed) {
-      let position = positionIn(lots, positions, lot.transactionId);
+      const hash = idHash(lot.transactionId);
+      const taken = positions.get(hash);
+      let position = positionAmong(lots, taken, lot.transactionId);
       if (position === undefined) {
         position = lots.size;
         lots = lots.push(lot);
-        const hash = idHash(lot.transactionId);
-        const taken = positions.get(hash);
         positions = positions.set(hash, taken === undefined ? position : [...(typeof taken === 'number' ? [taken] : taken), position]);
       } else {
         lots = lots.set(position, lot);
@@ -188,9 +188,13 @@ export function idHash(id: string): number {
   return fnv1a(id) | 0;
 }
 
-/** Where the lot `id` is in `lots`, through `positions` (the positions under its hash, checked against the lots' ids). */
+/** Where the lot `id` is in `lots`, through `positions`. */
 function positionIn(lots: List<Lot>, positions: ImmutableMap<number, number | readonly number[]>, id: string): number | undefined {
-  const found = positions.get(idHash(id));
+  return positionAmong(lots, positions.get(idHash(id)), id);
+}
+
+/** Which of the positions under `id`'s hash (`found`) holds the lot `id`, checked against the lots' own ids. */
+function positionAmong(lots: List<Lot>, found: number | readonly number[] | undefined, id: string): number | undefined {
   if (found === undefined) return undefined;
   if (typeof found === 'number') return lots.get(found)?.transactionId === id ? found : undefined;
   return found.find((p) => lots.get(p)?.transactionId === id);
