@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { get, request as httpRequest } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -37,34 +37,25 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.dispose()));
 });
 
-/** One GET on a connection of its own, so that cluster hands it to the next child in turn. */
-function getOnNewConnection(baseUrl: string, urlPath: string, key: string): Promise<{ status: number; body: any }> {
+/** One request on a connection of its own, so that cluster hands it to the next child in turn. */
+function onNewConnection(baseUrl: string, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    get(`${baseUrl}${urlPath}`, { agent: false, headers: { 'x-api-key': key } }, (res) => {
+    const sent = body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    const req = httpRequest(`${baseUrl}${urlPath}`, { method, agent: false, headers: sent }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (s: string) => (text += s));
       res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-    }).once('error', reject);
-  });
-}
-
-/** One earn on a connection of its own (so that cluster hands it to the next child in turn), with an Idempotency-Key. */
-function earnOnNewConnection(baseUrl: string, customerId: string, key: string, idempotencyKey: string): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({ type: 'earn', amount: 1 });
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      `${baseUrl}/api/v1/customers/${customerId}/points/transaction`,
-      { method: 'POST', agent: false, headers: { 'x-api-key': key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'idempotency-key': idempotencyKey } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (s: string) => (text += s));
-        res.once('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-      },
-    );
+    });
     req.once('error', reject);
     req.end(body);
   });
 }
+
+const getOnNewConnection = (baseUrl: string, urlPath: string, key: string) => onNewConnection(baseUrl, 'GET', urlPath, { 'x-api-key': key });
+
+/** One earn of 1 point on a connection of its own, with an Idempotency-Key. */
+const earnOnNewConnection = (baseUrl: string, customerId: string, key: string, idempotencyKey: string) =>
+  onNewConnection(baseUrl, 'POST', `/api/v1/customers/${customerId}/points/transaction`, { 'x-api-key': key, 'idempotency-key': idempotencyKey }, JSON.stringify({ type: 'earn', amount: 1 }));
 
 /** The values of one metric in Prometheus text, by its label set as printed. */
 function samples(text: string, name: string): Map<string, number> {
