@@ -2,6 +2,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
 import { precompiled } from '../precompiled-query.js';
+import { batchedReads } from '../../db/batched-reads.js';
 
 /** How many of the newest balance changes a summary shows. */
 export const RECENT_ACTIVITY = 10;
@@ -27,6 +28,22 @@ const qualifyingSince = (customerId: RawBuilder<unknown>, from: RawBuilder<unkno
   + coalesce((select sum(amount) from ledger_entries
                where customer_id = ${customerId} and type = 'adjust' and amount < 0 and created_at > ${from} and created_at <= ${at}), 0)`;
 
+/**
+ * The keys a batched read asks for, `k(business_id, customer_id[, extra], asked)`, `asked` being
+ * each key's place in the batch (one customer asked twice is two keys).
+ */
+const askedKeys = (param: (name: string) => unknown, extraArray = sql``, extraColumn = sql``) =>
+  sql`unnest(${param('businessIds')}::text[], ${param('customerIds')}::text[]${extraArray}) with ordinality as k(business_id, customer_id${extraColumn}, asked)`;
+
+/** A batched read's rows, one per key in the order asked (undefined where no row answered it). */
+function inAskedOrder<Row extends { asked: number }>(count: number, rows: Row[]): Array<Row | undefined> {
+  const answers = new Array<Row | undefined>(count).fill(undefined);
+  for (const row of rows) answers[row.asked - 1] = row;
+  return answers;
+}
+
+const withoutAsked = <Row extends { asked: number }>({ asked: _, ...row }: Row): Omit<Row, 'asked'> => row;
+
 /** json(b) values arrive parsed from node-postgres, as text from some drivers. */
 const parsed = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
 
@@ -44,41 +61,62 @@ export function customerQueries(db: Kysely<Database>) {
     return (await q.executeTakeFirst())?.seq;
   };
 
-  // One round trip for the whole summary: the customer, its recent activity and the next tier.
-  const summary = precompiled(db, (param) =>
-    db
-      .selectFrom('customers as c')
-      .selectAll('c')
-      .select([
-        sql<unknown>`coalesce((
+  // One statement for the summaries of every request that asked at once (see `batchedReads`):
+  // each customer with its recent activity, next tier and qualifying points at its request's instant.
+  const summaries = batchedReads(async (asked: Array<{ businessId: string; customerId: string; at: Date }>) => {
+    const rows = (await summaryRows({
+      businessIds: asked.map((a) => a.businessId),
+      customerIds: asked.map((a) => a.customerId),
+      ats: asked.map((a) => a.at),
+    })) as Array<SummaryQueryRow & { asked: number }>;
+    return inAskedOrder(asked.length, rows);
+  });
+  const summaryRows = precompiled(db, (param) => ({
+    compile: () =>
+      sql`select k.asked::int4 as asked, c.*,
+        coalesce((
           select json_agg(json_build_object('type', a.type, 'amount', a.amount, 'description', a.description, 'created_at', a.created_at) order by a.seq desc)
           from (
             select l.seq, l.type, l.amount, l.description, l.created_at from ledger_entries l
             where l.business_id = c.business_id and l.customer_id = c.id
             order by l.seq desc limit ${RECENT_ACTIVITY}
           ) a
-        ), '[]'::json)`.as('recent_activity'),
-        sql<unknown>`(
+        ), '[]'::json) as recent_activity,
+        (
           select json_build_object('id', t.id, 'name', t.name, 'points_threshold', t.points_threshold) from tiers t
           where t.business_id = c.business_id
             and (c.tier ->> 'points_threshold' is null or t.points_threshold > (c.tier ->> 'points_threshold')::numeric)
           order by t.points_threshold limit 1
-        )`.as('next_tier'),
-        sql<unknown>`(
-          select ${qualifyingSince(sql`c.id`, sql`${param('at')}::timestamptz - make_interval(secs => p.window_days * 86400)`, sql`${param('at')}::timestamptz`)}
+        ) as next_tier,
+        (
+          select ${qualifyingSince(sql`c.id`, sql`k.at - make_interval(secs => p.window_days * 86400)`, sql`k.at`)}
           from due_policies p
           where p.business_id = c.business_id and p.tier_mode = 'rolling' and p.window_days is not null
-        )`.as('qualifying_points'),
-      ])
-      .where('c.business_id', '=', param('businessId'))
-      .where('c.id', '=', param('customerId')),
-  );
+        ) as qualifying_points
+      from customers c
+      join ${askedKeys(param, sql`, ${param('ats')}::timestamptz[]`, sql`, at`)} on k.business_id = c.business_id and k.customer_id = c.id
+      where c.id = any(${param('customerIds')}::text[])`.compile(db),
+  }));
+
+  const customers = batchedReads(async (asked: Array<{ businessId: string; customerId: string }>) => {
+    const rows = (await customerRows({ businessIds: asked.map((a) => a.businessId), customerIds: asked.map((a) => a.customerId) })) as Array<
+      CustomerRow & { asked: number }
+    >;
+    return inAskedOrder(asked.length, rows).map((row) => row && withoutAsked(row));
+  });
+  const customerRows = precompiled(db, (param) => ({
+    compile: () =>
+      sql`select k.asked::int4 as asked, c.* from customers c
+      join ${askedKeys(param)} on k.business_id = c.business_id and k.customer_id = c.id
+      where c.id = any(${param('customerIds')}::text[])`.compile(db),
+  }));
 
   return {
     /** The customer with its summary's recent activity, next tier and qualifying points at `at`, in one statement. */
     async summary(businessId: string, customerId: string, at: Date): Promise<CustomerSummaryRow | undefined> {
-      const [row] = (await summary({ businessId, customerId, at })) as SummaryQueryRow[];
-      if (!row) return undefined;
+      const asked = await summaries({ businessId, customerId, at });
+      if (!asked) return undefined;
+      const row = withoutAsked(asked);
       const activity = parsed<Array<CustomerSummaryRow['recent_activity'][number] & { created_at: string }>>(row.recent_activity);
       return {
         ...row,
@@ -98,8 +136,9 @@ export function customerQueries(db: Kysely<Database>) {
       return Number(row.n);
     },
 
+    /** One customer's row (read with the others asked for at the same time: see `batchedReads`). */
     get(businessId: string, customerId: string): Promise<CustomerRow | undefined> {
-      return db.selectFrom('customers').selectAll().where('business_id', '=', businessId).where('id', '=', customerId).executeTakeFirst();
+      return customers({ businessId, customerId });
     },
 
     list(businessId: string, filters: CustomerFilters, page: PageRequest) {
