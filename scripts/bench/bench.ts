@@ -31,6 +31,8 @@
  *   BENCH_DATABASE        BENCH_ONLY=soak: an existing empty database to use (not dropped) instead of a new one
  *   BENCH_SERVER=source   run the server as `node --import tsx src/cli.ts` instead of building dist/
  *   BENCH_LOG_LEVEL       the server's LOG_LEVEL (default: the service's own default)
+ *   BENCH_RATE_LIMIT_RPS  the server's per-key limit (default 0: off, as the load drives one key); a limit
+ *                         no load reaches (1000000) measures what the shared buckets cost a request
  *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
  *   BENCH_KEEP=1          keep the temporary directory (server logs, profiles) and print its path
  *   BENCH_DB_PREFIX       how the names of the databases the bench creates begin (loyalty_bench)

@@ -109,8 +109,9 @@ export class ServerProcess {
         ...storeEnv(options.store),
         PORT: '0',
         HOST: '127.0.0.1',
-        // The bench drives one API key far past the default per-key limit (100 req/s): off.
-        LOYALTY_RATE_LIMIT_RPS: '0',
+        // The bench drives one API key far past the default per-key limit (100 req/s): off, unless
+        // BENCH_RATE_LIMIT_RPS sets a limit (a high one measures what the limiter costs a request).
+        LOYALTY_RATE_LIMIT_RPS: process.env.BENCH_RATE_LIMIT_RPS ?? '0',
         ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
       },
       stdio: ['ignore', out, out],

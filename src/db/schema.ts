@@ -296,7 +296,10 @@ export interface RateLimitBucketsTable {
   key_id: string;
   tokens: number;
   refilled_at_ms: number;
-  granted: boolean;
+  /** Written by versions before migration 0016 only. */
+  granted: Generated<boolean>;
+  /** How many of the requests the last statement asked for got a token. */
+  taken: Generated<number>;
 }
 
 export interface AggregateSnapshotsTable {

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseHandle } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import { batched } from '../../db/batched.js';
 
 export interface BucketPolicy {
   /** Tokens added per second. */
@@ -35,28 +36,41 @@ export function memoryRateLimitStore(policy: BucketPolicy): RateLimitStore {
 }
 
 /**
- * Buckets in PostgreSQL, shared by every process on the database: one atomic upsert refills the
- * bucket for the time elapsed and takes a token if there is one, so concurrent requests from
- * several processes never spend the same token twice.
+ * Buckets in PostgreSQL, shared by every process on the database: one atomic upsert refills each
+ * bucket for the time elapsed and takes as many tokens as it has for the requests asking, so
+ * concurrent requests from several processes never spend the same token twice. The requests that
+ * ask at once (see `batched`) share one statement: on one key, the first ones asked get the
+ * tokens there are, in order.
  */
 export function postgresRateLimitStore(db: Kysely<Database>, policy: BucketPolicy): RateLimitStore {
-  return {
-    async take(keyId, nowMs) {
-      const now = Math.floor(nowMs);
-      const available = sql<number>`least(${policy.burst}::float8,
-        b.tokens + greatest(0, ${now}::bigint - b.refilled_at_ms) * ${policy.rps}::float8 / 1000)`;
-      const { rows } = await sql<Take>`
-        insert into rate_limit_buckets as b (key_id, tokens, refilled_at_ms, granted)
-        values (${keyId}, ${policy.burst - 1}, ${now}, true)
-        on conflict (key_id) do update set
-          granted = ${available} >= 1,
-          tokens = case when ${available} >= 1 then ${available} - 1 else ${available} end,
-          refilled_at_ms = greatest(b.refilled_at_ms, ${now}::bigint)
-        returning granted, tokens`.execute(db);
-      const row = rows[0]!;
-      return { granted: row.granted, tokens: Number(row.tokens) };
-    },
-  };
+  const takes = batched(async (asked: Array<{ keyId: string; nowMs: number }>) => {
+    const keys = new Map<string, { count: number; nowMs: number }>();
+    for (const { keyId, nowMs } of asked) {
+      const key = keys.get(keyId);
+      if (key) (key.count++, (key.nowMs = Math.max(key.nowMs, nowMs)));
+      else keys.set(keyId, { count: 1, nowMs });
+    }
+    const available = sql<number>`least(${policy.burst}::float8,
+      b.tokens + greatest(0, excluded.refilled_at_ms - b.refilled_at_ms) * ${policy.rps}::float8 / 1000)`;
+    const { rows } = await sql<{ key_id: string; taken: number; tokens: number }>`
+      insert into rate_limit_buckets as b (key_id, tokens, refilled_at_ms, taken)
+      select key_id, ${policy.burst}::float8 - least(asking, ${policy.burst}), now_ms, least(asking, ${policy.burst})
+      from unnest(${[...keys.keys()]}::text[], ${[...keys.values()].map((k) => k.count)}::int4[], ${[...keys.values()].map((k) => Math.floor(k.nowMs))}::int8[])
+        as a(key_id, asking, now_ms)
+      on conflict (key_id) do update set
+        taken = least(excluded.taken, floor(${available})),
+        tokens = ${available} - least(excluded.taken, floor(${available})),
+        refilled_at_ms = greatest(b.refilled_at_ms, excluded.refilled_at_ms)
+      returning key_id, taken, tokens`.execute(db);
+    const after = new Map(rows.map((row) => [row.key_id, { taken: row.taken, tokens: Number(row.tokens), given: 0 }]));
+    return asked.map(({ keyId }): Take => {
+      const key = after.get(keyId)!;
+      if (key.given >= key.taken) return { granted: false, tokens: key.tokens };
+      key.given++;
+      return { granted: true, tokens: key.tokens + key.taken - key.given };
+    });
+  });
+  return { take: (keyId, nowMs) => takes({ keyId, nowMs }) };
 }
 
 /** Shared buckets on a PostgreSQL server; in memory on the embedded store (one process). */

@@ -2,7 +2,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
 import { precompiled } from '../precompiled-query.js';
-import { batchedReads } from '../../db/batched-reads.js';
+import { batched } from '../../db/batched.js';
 
 /** How many of the newest balance changes a summary shows. */
 export const RECENT_ACTIVITY = 10;
@@ -61,9 +61,9 @@ export function customerQueries(db: Kysely<Database>) {
     return (await q.executeTakeFirst())?.seq;
   };
 
-  // One statement for the summaries of every request that asked at once (see `batchedReads`):
+  // One statement for the summaries of every request that asked at once (see `batched`):
   // each customer with its recent activity, next tier and qualifying points at its request's instant.
-  const summaries = batchedReads(async (asked: Array<{ businessId: string; customerId: string; at: Date }>) => {
+  const summaries = batched(async (asked: Array<{ businessId: string; customerId: string; at: Date }>) => {
     const rows = (await summaryRows({
       businessIds: asked.map((a) => a.businessId),
       customerIds: asked.map((a) => a.customerId),
@@ -98,7 +98,7 @@ export function customerQueries(db: Kysely<Database>) {
       where c.id = any(${param('customerIds')}::text[])`.compile(db),
   }));
 
-  const customers = batchedReads(async (asked: Array<{ businessId: string; customerId: string }>) => {
+  const customers = batched(async (asked: Array<{ businessId: string; customerId: string }>) => {
     const rows = (await customerRows({ businessIds: asked.map((a) => a.businessId), customerIds: asked.map((a) => a.customerId) })) as Array<
       CustomerRow & { asked: number }
     >;
@@ -136,7 +136,7 @@ export function customerQueries(db: Kysely<Database>) {
       return Number(row.n);
     },
 
-    /** One customer's row (read with the others asked for at the same time: see `batchedReads`). */
+    /** One customer's row (read with the others asked for at the same time: see `batched`). */
     get(businessId: string, customerId: string): Promise<CustomerRow | undefined> {
       return customers({ businessId, customerId });
     },

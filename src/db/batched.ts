@@ -1,11 +1,11 @@
-export interface BatchedReadsOptions {
-  /** Most reads one statement carries. */
+export interface BatchedOptions {
+  /** Most calls one statement carries. */
   maxBatch: number;
   /** Most statements in flight at once (each on a connection of its own). */
   maxInFlight: number;
 }
 
-export const DEFAULT_BATCHED_READS: BatchedReadsOptions = { maxBatch: 64, maxInFlight: 4 };
+export const DEFAULT_BATCHED: BatchedOptions = { maxBatch: 64, maxInFlight: 4 };
 
 interface Waiting<In, Out> {
   input: In;
@@ -17,20 +17,21 @@ interface Waiting<In, Out> {
 const isDataException = (error: unknown) => typeof (error as { code?: unknown })?.code === 'string' && (error as { code: string }).code.startsWith('22');
 
 /**
- * Reads of one kind that arrive together, sent to the database as one statement: a group commit
- * for reads. On these machines a round trip costs far more than the row it brings (docs/performance.md:
- * the `writev` of the query and the wake-up of the backend), and under load many requests wait
- * for the same kind of row at once. Reads queue in arrival order; they leave at the end of the
- * event loop's turn (so the requests read from the sockets in one turn travel together), at most
+ * Calls of one kind that arrive together, sent to the database as one statement: a group commit
+ * for short statements (a customer's row, a summary, a take from a rate-limit bucket). On these
+ * machines a round trip costs far more than the row it brings (docs/performance.md: the `writev`
+ * of the query and the wake-up of the backend), and under load many requests wait for the same
+ * kind of row at once. Calls queue in arrival order; they leave at the end of the event loop's
+ * turn (so the requests read from the sockets in one turn travel together), at most
  * `maxInFlight` statements at once, and while those are out the queue grows into the next batch.
- * Alone, a read leaves at once, in the same turn, and costs what an unbatched read costs.
+ * Alone, a call leaves at once, in the same turn, and costs what an unbatched statement costs.
  *
- * Each read still sees everything committed before it was asked for: its statement starts after
- * it joined the queue. `run` answers one output per input, in order. If a statement of several
- * reads fails on a data exception (one read's value), each read is retried alone, so one bad
- * value fails only its own read; any other failure (the server not answering) fails the batch.
+ * Each call still sees everything committed before it was made: its statement starts after it
+ * joined the queue. `run` answers one output per input, in order. If a statement of several
+ * calls fails on a data exception (one call's value), each call is retried alone, so one bad
+ * value fails only its own call; any other failure (the server not answering) fails the batch.
  */
-export function batchedReads<In, Out>(run: (inputs: In[]) => Promise<Out[]>, options: BatchedReadsOptions = DEFAULT_BATCHED_READS): (input: In) => Promise<Out> {
+export function batched<In, Out>(run: (inputs: In[]) => Promise<Out[]>, options: BatchedOptions = DEFAULT_BATCHED): (input: In) => Promise<Out> {
   const queue: Array<Waiting<In, Out>> = [];
   let inFlight = 0;
   let scheduled = false;

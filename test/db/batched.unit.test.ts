@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { batchedReads } from '../../src/db/batched-reads.js';
+import { batched } from '../../src/db/batched.js';
 
 /** A `run` that records each batch it is given and answers when `release` is called. */
 function recordingRun(answer: (input: number) => number = (n) => n * 10) {
@@ -15,10 +15,10 @@ function recordingRun(answer: (input: number) => number = (n) => n * 10) {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-describe('batchedReads', () => {
+describe('batched', () => {
   it('sends the reads asked in one turn of the event loop as one batch, answering each its own', async () => {
     const { run, batches, releaseAll } = recordingRun();
-    const read = batchedReads(run, { maxBatch: 64, maxInFlight: 4 });
+    const read = batched(run, { maxBatch: 64, maxInFlight: 4 });
     const answers = Promise.all([1, 2, 3].map(read));
     await turn();
     releaseAll();
@@ -28,7 +28,7 @@ describe('batchedReads', () => {
 
   it('sends a read asked alone within the same turn, before any timer', async () => {
     const { run, batches } = recordingRun();
-    const read = batchedReads(run, { maxBatch: 64, maxInFlight: 4 });
+    const read = batched(run, { maxBatch: 64, maxInFlight: 4 });
     void read(7);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(batches).toEqual([[7]]);
@@ -36,7 +36,7 @@ describe('batchedReads', () => {
 
   it('holds at most maxInFlight batches out; reads asked meanwhile go together when one comes back', async () => {
     const { run, batches, releaseAll, inFlight } = recordingRun();
-    const read = batchedReads(run, { maxBatch: 64, maxInFlight: 2 });
+    const read = batched(run, { maxBatch: 64, maxInFlight: 2 });
     const first = [read(1)];
     await turn();
     const second = [read(2)];
@@ -55,7 +55,7 @@ describe('batchedReads', () => {
 
   it('splits what waits into batches of maxBatch', async () => {
     const { run, batches, releaseAll } = recordingRun();
-    const read = batchedReads(run, { maxBatch: 2, maxInFlight: 4 });
+    const read = batched(run, { maxBatch: 2, maxInFlight: 4 });
     const answers = Promise.all([1, 2, 3, 4, 5].map(read));
     await turn();
     releaseAll();
@@ -65,7 +65,7 @@ describe('batchedReads', () => {
 
   it('retries each read alone when a batch fails on a data exception, so only the bad value fails', async () => {
     const batches: number[][] = [];
-    const read = batchedReads(
+    const read = batched(
       async (inputs: number[]) => {
         batches.push(inputs);
         if (inputs.includes(13)) throw Object.assign(new Error('invalid byte sequence'), { code: '22021' });
@@ -80,7 +80,7 @@ describe('batchedReads', () => {
 
   it('fails every read of the batch on any other failure, and goes on serving later reads', async () => {
     let down = true;
-    const read = batchedReads(
+    const read = batched(
       async (inputs: number[]) => {
         if (down) throw new Error('the database is not answering');
         return inputs;
