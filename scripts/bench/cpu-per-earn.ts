@@ -92,10 +92,14 @@ async function main() {
   }
 }
 
-/** Statements `db` ran between `from` and `to`, by the server's log (`log_statement = all` on that database) from byte `offset` on. */
+/**
+ * Statements `db` ran between `from` and `to`, by the server's log (`log_statement = all` on that
+ * database) from byte `offset` on; the most frequent (by their first 70 characters) are printed.
+ */
 function statementsLogged(logFile: string, offset: number, db: string, from: Date, to: Date): number {
-  const stamp = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) UTC \[\d+\] [^@ ]+@(\S+) LOG: {2}(?:execute [^:]*|statement):/;
+  const stamp = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) UTC \[\d+\] [^@ ]+@(\S+) LOG: {2}(?:execute [^:]*|statement): ?(.*)/;
   let count = 0;
+  const byText = new Map<string, number>();
   const fd = openSync(logFile, 'r');
   const tail = Buffer.alloc(fstatSync(fd).size - offset);
   readSync(fd, tail, 0, tail.length, offset);
@@ -104,8 +108,12 @@ function statementsLogged(logFile: string, offset: number, db: string, from: Dat
     const m = stamp.exec(line);
     if (!m || m[2] !== db) continue;
     const at = Date.parse(`${m[1]!.replace(' ', 'T')}Z`);
-    if (at >= from.getTime() && at <= to.getTime()) count++;
+    if (at < from.getTime() || at > to.getTime()) continue;
+    count++;
+    const text = m[3]!.trim().slice(0, 70) || '(text on the next line)';
+    byText.set(text, (byText.get(text) ?? 0) + 1);
   }
+  for (const [text, n] of [...byText].sort((x, y) => y[1] - x[1]).slice(0, 12)) console.log(`  ${String(n).padStart(7)}  ${text}`);
   return count;
 }
 
