@@ -145,18 +145,46 @@ describe('Idempotency-Key: authorization, secrets, retryable answers and expiry'
       for (const replay of [empty, braces]) expect(replay.headers.get('idempotent-replayed'), replay.text).toBe('true');
     });
   });
+});
 
-  it('deletes records once 24 hours old, also those whose key is never sent again', async () => {
-    const headers = idem();
-    expect((await t.request('POST', '/api/v1/tiers', { key: biz.private_key, headers, body: { name: `Old ${++n}`, points_threshold: 90_000 + n, multiplier: 1 } })).status).toBe(201);
-    await sql`update idempotency_keys set created_at = now() - interval '25 hours' where key = ${headers['Idempotency-Key']}`.execute(t.services.db);
-    // more traffic, under other keys
-    for (let i = 0; i < 3; i++) {
-      await t.request('POST', '/api/v1/customers', { key: biz.private_key, headers: idem(), body: { email: `sweep-${++n}@example.com` } });
+describe('Idempotency-Key records expire after 24 hours', () => {
+  let t: TestApp;
+  let biz: ProvisionedBusiness;
+  let nowMs = Date.parse('2026-03-01T12:00:00.000Z');
+  let n = 0;
+  const clock = { now: () => new Date(nowMs) };
+  const newCustomer = () =>
+    t.request('POST', '/api/v1/customers', { key: biz.private_key, headers: { 'Idempotency-Key': `expiry-${++n}` }, body: { email: `expiry-${n}@example.com` } });
+  const expired = async () =>
+    Number((await sql<{ n: string }>`select count(*) as n from idempotency_keys where created_at < ${new Date(nowMs - 24 * 3600_000)}`.execute(t.services.db)).rows[0]!.n);
+
+  beforeAll(async () => {
+    t = await startTestApp({ clock, runDispatcher: false });
+    biz = await t.business();
+  });
+  afterAll(() => t.close());
+
+  it('deletes records once 24 hours old, also those whose key is never sent again, a chunk at a time beside later claims', async () => {
+    expect((await newCustomer()).status).toBe(201);
+    // 1,200 more records of a day ago, whose keys nobody sends again
+    await sql`insert into idempotency_keys (business_id, key, fingerprint, state, created_at, locked_until)
+              select ${biz.business_id}, 'old-' || g, 'f', 'done', ${new Date(nowMs)}, ${new Date(nowMs)} from generate_series(1, 1200) g`.execute(t.services.db);
+    nowMs += 24 * 3600_000 + 1000;
+    expect(await expired()).toBe(1201);
+    // Each claim sweeps a chunk of 500 beside it; after a whole chunk the next claim sweeps again at once.
+    for (const left of [701, 201, 0]) {
+      expect((await newCustomer()).status).toBe(201);
+      await expect.poll(expired).toBe(left);
     }
-    const left = await t.services.db.selectFrom('idempotency_keys').select('key').where('key', '=', headers['Idempotency-Key']).execute();
-    expect(left).toEqual([]);
-    const oldest = await sql<{ age: number }>`select extract(epoch from now() - min(created_at))::float8 as age from idempotency_keys`.execute(t.services.db);
+    // Within a second of a sweep that found less than a chunk, claims do not sweep.
+    await sql`update idempotency_keys set created_at = ${new Date(nowMs - 25 * 3600_000)} where key = ${`expiry-${n}`}`.execute(t.services.db);
+    nowMs += 500;
+    expect((await newCustomer()).status).toBe(201);
+    expect(await expired()).toBe(1);
+    nowMs += 600;
+    expect((await newCustomer()).status).toBe(201);
+    await expect.poll(expired).toBe(0);
+    const oldest = await sql<{ age: number }>`select extract(epoch from ${new Date(nowMs)}::timestamptz - min(created_at))::float8 as age from idempotency_keys`.execute(t.services.db);
     expect(oldest.rows[0]!.age).toBeLessThan(24 * 3600);
   });
 });

@@ -201,6 +201,28 @@ describe('Idempotency-Key and duplicate prevention', () => {
       const found = await t.request('GET', '/api/v1/customers?email=burst@example.com', { key: biz.private_key });
       expect(found.body).toHaveLength(1);
     });
+    it('gives each of many keys claimed at once its own answer: a key of one business does not hold the same key of another', async () => {
+      // Claims made at once share one statement (src/db/batched.ts).
+      const other = await t.business();
+      const mine = await createCustomer();
+      const theirs = await createCustomer(other);
+      const shared = newKey();
+      const asks = [
+        ...Array.from({ length: 12 }, (_, i) => ({ customer: mine, business: biz, key: newKey(), amount: i + 1 })),
+        { customer: mine, business: biz, key: shared, amount: 100 },
+        { customer: theirs, business: other, key: shared, amount: 200 },
+      ];
+      const responses = await Promise.all(asks.map((a) => transact(a.customer, { type: 'earn', amount: a.amount }, a.key, a.business)));
+      responses.forEach((r, i) => {
+        expect(r.status, r.text).toBe(201);
+        expect(r.headers.get('idempotent-replayed')).toBeNull();
+        expect(r.body.amount).toBe(asks[i]!.amount);
+      });
+      expect((await ledger(mine)).length).toBe(13);
+      expect((await ledger(theirs, other)).map((l) => l.amount)).toEqual([200]);
+      const replays = await Promise.all(asks.map((a) => transact(a.customer, { type: 'earn', amount: a.amount }, a.key, a.business)));
+      replays.forEach((r, i) => expect([r.headers.get('idempotent-replayed'), r.text]).toEqual(['true', responses[i]!.text]));
+    });
   });
 
   describe('scope and format of the key', () => {
