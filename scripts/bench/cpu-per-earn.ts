@@ -21,6 +21,8 @@ import { buildService, initStore, ServerProcess } from './service.js';
 const processes = Number(process.argv[2] ?? 1);
 const requests = Number(process.argv[3] ?? 4000);
 const customerCount = Number(process.argv[4] ?? 1);
+/** PROBE_IDEMPOTENCY=1: every earn carries an Idempotency-Key of its own, as careful clients send. */
+const idempotencyKeys = process.env.PROBE_IDEMPOTENCY === '1';
 const kind = (process.argv[5] ?? 'earn') as 'earn' | 'summary' | 'customer' | 'healthz';
 if (!['earn', 'summary', 'customer', 'healthz'].includes(kind)) throw new Error(`unknown kind ${kind}: earn, summary, customer or healthz`);
 async function main() {
@@ -47,12 +49,22 @@ async function main() {
         connections: read ? 64 : 32,
         amount,
         headers: { 'x-api-key': keys.private_key, 'content-type': 'application/json' },
-        requests: [{ ...request, setupRequest: (r) => ({ ...r, path: paths[next++ % paths.length]! }) }],
+        requests: [
+          {
+            ...request,
+            setupRequest: (r) => ({
+              ...r,
+              path: paths[next++ % paths.length]!,
+              ...(idempotencyKeys && !read ? { headers: { ...r.headers, 'idempotency-key': `probe-${next}-${Math.random()}` } } : {}),
+            }),
+          },
+        ],
       });
     };
     const run = (amount: number) => load(amount, kind !== 'earn');
     await load(Math.max(500, customerCount * 2), false); // warm-up: every customer earns
     if (kind !== 'earn') await run(500);
+    if (process.env.PROBE_ANALYZE === '1') await withClient((c) => c.query('analyze'), db);
     await new Promise((r) => setTimeout(r, 1000));
     const pids = descendants(server.pid);
     const backends = await backendPids(db);
