@@ -108,18 +108,30 @@ export async function existingStreams(trx: Executor, streams: string[]): Promise
 /**
  * Marks each request's idempotency record done with its answer, in the append's transaction (see
  * `AppendOptions.receipt`); only records still held by the attempt, so an answer is stored once.
+ * Arrays rather than one JSON document of rows: PostgreSQL plans an `unnest` of parameters for 10
+ * rows and a `jsonb_to_recordset` for 100, and at 100 it scanned the whole table of records into a
+ * hash join (docs/performance.md) until the table was large.
  */
 const STORE_RECEIPTS = `
   update idempotency_keys k
   set state = 'done', response_status = r.status, response_headers = r.headers, response_body = r.body
-  from jsonb_to_recordset($1::jsonb) as r(business_id text, key text, token text, status integer, headers jsonb, body text)
+  from unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::jsonb[], $6::text[]) as r(business_id, key, token, status, headers, body)
   where k.business_id = r.business_id and k.key = r.key and k.state = 'running' and k.claim_token = r.token
   returning k.business_id, k.key`;
 
 /** Stores the receipts; returns those whose attempt no longer holds its record. */
 export async function storeReceipts(trx: Executor, receipts: AppendReceipt[]): Promise<AppendReceipt[]> {
-  const rows = receipts.map((r) => ({ business_id: r.businessId, key: r.key, token: r.token, status: r.status, headers: r.headers, body: r.body }));
-  const { rows: stored } = await trx.executeQuery<{ business_id: string; key: string }>(CompiledQuery.raw(STORE_RECEIPTS, [JSON.stringify(rows)]));
+  const column = <T>(pick: (r: AppendReceipt) => T) => receipts.map(pick);
+  const { rows: stored } = await trx.executeQuery<{ business_id: string; key: string }>(
+    CompiledQuery.raw(STORE_RECEIPTS, [
+      column((r) => r.businessId),
+      column((r) => r.key),
+      column((r) => r.token),
+      column((r) => r.status),
+      column((r) => JSON.stringify(r.headers)),
+      column((r) => r.body),
+    ]),
+  );
   const done = new Set(stored.map((r) => `${r.business_id}\u0000${r.key}`));
   return receipts.filter((r) => !done.has(`${r.businessId}\u0000${r.key}`));
 }

@@ -41,7 +41,8 @@ describe('Idempotency-Key and duplicate prevention', () => {
     it('replays the first response byte for byte with Idempotent-Replayed: true and records one transaction', async () => {
       const customerId = await createCustomer();
       const key = newKey();
-      const body = { type: 'earn', amount: 40, description: 'order 17', reference: 'order-17', metadata: { till: 3 } };
+      // Text that must survive the way into the stored answer and back: quotes, backslashes, braces, commas, non-ASCII.
+      const body = { type: 'earn', amount: 40, description: 'order 17 "gift" \\ {a,b} NULL é 😀', reference: 'order-17', metadata: { till: 3, 'k"\\': '}{' } };
       const first = await transact(customerId, body, key);
       expect(first.status).toBe(201);
       expect(first.headers.get('idempotent-replayed')).toBeNull();
