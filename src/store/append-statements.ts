@@ -38,11 +38,13 @@ const LOCK_STREAMS = `
  * lock and inserts every event of the batch, in one statement. A stream another session created
  * after the batch read it (`created` waits for that session if it has not committed yet) is
  * skipped; the count comes out short, neither the lock nor the events insert runs, and the caller
- * rolls back and retries.
+ * rolls back and retries. The streams come as arrays: PostgreSQL plans an `unnest` of parameters
+ * for 10 rows and probes the primary key; for a `jsonb_to_recordset` it plans 100 and, on a table
+ * of a few thousand streams, hash-joined a scan of all of them (docs/performance.md).
  */
 const WRITE_BATCH_TEXT = `
   with moved as (
-    select * from jsonb_to_recordset($1::jsonb) as s(stream_id text, version bigint, last_hash text, is_new boolean)
+    select * from unnest($1::text[], $5::int8[], $6::text[], $7::bool[]) as s(stream_id, version, last_hash, is_new)
   ), updated as (
     update streams set version = moved.version, last_hash = moved.last_hash
     from moved where not moved.is_new and streams.stream_id = moved.stream_id
@@ -94,7 +96,15 @@ export async function lockStreams(trx: Executor, written: string[], conditioned:
  */
 export async function writeBatch(trx: Executor, streams: StreamUpdate[], rows: EventRow[], signal = false): Promise<Map<string, number> | null> {
   const result = await trx.executeQuery<{ streams: number | string; global_position: number | null; stream_id: string; stream_position: number }>(
-    CompiledQuery.raw(signal ? WRITE_BATCH_SIGNALLED : WRITE_BATCH, [JSON.stringify(streams), APPEND_LOCK_KEY.toString(), streams.length, JSON.stringify(rows)]),
+    CompiledQuery.raw(signal ? WRITE_BATCH_SIGNALLED : WRITE_BATCH, [
+      streams.map((s) => s.stream_id),
+      APPEND_LOCK_KEY.toString(),
+      streams.length,
+      JSON.stringify(rows),
+      streams.map((s) => s.version),
+      streams.map((s) => s.last_hash),
+      streams.map((s) => s.is_new),
+    ]),
   );
   if (Number(result.rows[0]?.streams) !== streams.length) return null;
   return new Map(result.rows.map((r) => [`${r.stream_id}@${Number(r.stream_position)}`, Number(r.global_position)]));

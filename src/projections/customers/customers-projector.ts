@@ -277,6 +277,11 @@ export const customersProjector = defineProjector<Batch>({
     await insertRows(trx, 'lots', LOT_COLUMNS, lots.rows(), { onConflict: LOT_UPSERT });
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     if (net.size > 0) {
+      // Arrays, not one JSON document of rows: an `unnest` of parameters is planned for 10 rows and
+      // probes the primary key; a `jsonb_to_recordset` was planned for 100 and hash-joined a scan
+      // of every customer into each batch (docs/performance.md).
+      const nets = [...net.values()];
+      const column = <T>(pick: (n: (typeof nets)[number]) => T) => nets.map(pick);
       await sql`update customers c set
           points_balance = coalesce(x.balance, c.points_balance),
           lifetime_earned = c.lifetime_earned + x.earned,
@@ -284,8 +289,10 @@ export const customersProjector = defineProjector<Batch>({
           lifetime_expired = c.lifetime_expired + x.expired,
           points_pending = c.points_pending + x.pending,
           updated_at = coalesce(x.updated_at, c.updated_at)
-        from jsonb_to_recordset(${JSON.stringify([...net.values()])}::jsonb)
-          as x(id text, balance bigint, earned bigint, redeemed bigint, expired bigint, pending bigint, updated_at timestamptz)
+        from unnest(${column((n) => n.id)}::text[], ${column((n) => n.balance)}::int8[], ${column((n) => n.earned)}::int8[],
+                    ${column((n) => n.redeemed)}::int8[], ${column((n) => n.expired)}::int8[], ${column((n) => n.pending)}::int8[],
+                    ${column((n) => n.updated_at)}::timestamptz[])
+          as x(id, balance, earned, redeemed, expired, pending, updated_at)
         where c.id = x.id`.execute(trx);
     }
     const expiring = lots.expiryChanged();
