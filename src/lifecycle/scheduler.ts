@@ -200,8 +200,8 @@ export class LifecycleScheduler {
                 for update skip locked)
       update customer_due d
          set claimed_until = ${new Date(now.getTime() + (this.options.claimMs ?? 60_000))}, holder = ${this.options.holder ?? null}::bigint
-        from due
-       where d.customer_id = due.customer_id
+       -- an array, not a join: joined, the claimed rows were planned as 100 and hash-joined a scan of every due row
+       where d.customer_id = any(array(select customer_id from due))
       returning d.customer_id, d.business_id, d.due_at`.execute(this.db);
     return result.rows.map((r) => ({ ...r, due_at: new Date(r.due_at) })).sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
   }
@@ -240,13 +240,16 @@ export class LifecycleScheduler {
         this.options.logger?.warn({ customer_id: run.customer_id, next_due_at: next.toISOString() }, 'due work left after a run; looking again later');
         next = new Date(now.getTime() + FAILURE_BACKOFF_MS);
       }
-      return { customer_id: run.customer_id, revision: run.revision, next_due: next?.toISOString() ?? null };
+      return { customer_id: run.customer_id, revision: run.revision, next_due: next };
     });
+    // Arrays: planned for 10 rows, the update probes the index; as one JSON document of rows it was
+    // planned for 100 and hash-joined a scan of every customer's due row (docs/performance.md).
     await sql`update customer_due d set
         holder = null, claimed_until = null,
         due_at = case when d.revision <= r.revision then r.next_due else d.due_at end,
         revision = greatest(d.revision, r.revision)
-      from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(customer_id text, revision bigint, next_due timestamptz)
+      from unnest(${rows.map((r) => r.customer_id)}::text[], ${rows.map((r) => r.revision)}::int8[], ${rows.map((r) => r.next_due)}::timestamptz[])
+        as r(customer_id, revision, next_due)
       where d.customer_id = r.customer_id`.execute(this.db);
   }
 }
