@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { PGliteDialect } from './pglite-dialect.js';
 import { withQueryDeadline } from './query-deadline.js';
+import type { PlanRefresh } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -35,6 +36,8 @@ export interface OpenDatabaseOptions {
   logger?: Logger | undefined;
   /** On a PostgreSQL server: runs of one statement text after which it is sent as a prepared statement (`LOYALTY_DB_PREPARE_THRESHOLD`); 0: never. */
   prepareThreshold?: number | undefined;
+  /** On a PostgreSQL server: when connections drop their cached plans (tests pass one on a clock of their own). */
+  planRefresh?: PlanRefresh | undefined;
 }
 
 /**
@@ -65,7 +68,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // between two queries of a transaction emits on itself, which needs its own listener.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger, prepareThreshold: options.prepareThreshold }) }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger, prepareThreshold: options.prepareThreshold, planRefresh: options.planRefresh }) }) });
     return { db, kind: 'postgres', url: options.databaseUrl, close: () => db.destroy() };
   }
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });

@@ -35,3 +35,39 @@ export class PreparedStatements {
     return named;
   }
 }
+
+/** When each connection's cached plans are dropped: at these ages of the process, then every last one. */
+const PLAN_REFRESH_AT_MS = [10_000, 20_000, 40_000, 80_000, 160_000, 320_000];
+
+/**
+ * Which connections should drop their cached plans (`discard plans`) before their next work. A named
+ * statement keeps the generic plan PostgreSQL made for it once, and only statistics gathered by
+ * autovacuum (a minute or more apart) replace it: a plan made while a table was small (a scan of
+ * all of it, cheaper than an index then) stayed while the table grew, and every batch scanned a
+ * table of ten thousand streams (docs/performance.md). Tables grow fastest when a database is new,
+ * so the plans are dropped often at first (10, 20, 40, 80, 160 and 320 s into the process's life),
+ * then every 320 s. The statements stay prepared; each is planned again on its next run.
+ */
+export class PlanRefresh {
+  private readonly startedAt: number;
+  private readonly epochs = new WeakMap<object, number>();
+
+  constructor(private readonly now: () => number = Date.now) {
+    this.startedAt = now();
+  }
+
+  /** True once per refresh for each connection that has been in use since before it. */
+  due(connection: object): boolean {
+    const epoch = this.epoch();
+    const seen = this.epochs.get(connection);
+    this.epochs.set(connection, epoch);
+    return seen !== undefined && seen < epoch;
+  }
+
+  private epoch(): number {
+    const age = this.now() - this.startedAt;
+    const last = PLAN_REFRESH_AT_MS.at(-1)!;
+    if (age >= last) return PLAN_REFRESH_AT_MS.length + Math.floor((age - last) / last);
+    return PLAN_REFRESH_AT_MS.filter((at) => age >= at).length;
+  }
+}

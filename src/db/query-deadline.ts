@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { PreparedStatements } from './prepared-statements.js';
+import { PlanRefresh, PreparedStatements } from './prepared-statements.js';
 
 /**
  * The PostgreSQL server did not answer in time: a query got no answer within the deadline, or
@@ -42,6 +42,8 @@ export interface QueryDeadlineOptions {
   timeoutMs: number;
   /** Runs of one statement text after which it is sent prepared (see `PreparedStatements`); 0: never. */
   prepareThreshold?: number | undefined;
+  /** When connections drop their cached plans (default: on the process's clock, see `PlanRefresh`). */
+  planRefresh?: PlanRefresh | undefined;
   /** Pause between two checks of a server that is not answering. */
   probeIntervalMs?: number;
   logger?: Logger | undefined;
@@ -83,12 +85,23 @@ function isSilence(error: unknown): boolean {
 export function withQueryDeadline(pool: pg.Pool, options: QueryDeadlineOptions): PostgresPool {
   const answering = new AnsweringCheck(pool, options);
   const prepared = new PreparedStatements(options.prepareThreshold);
+  const plans = options.planRefresh ?? new PlanRefresh();
   return {
     async connect() {
       const bounded = !unbounded.getStore();
       if (bounded) answering.assert();
       try {
-        return boundedClient(await pool.connect(), options.timeoutMs, prepared, (error) => answering.lost(error));
+        const client = await pool.connect();
+        const wrapped = boundedClient(client, options.timeoutMs, prepared, (error) => answering.lost(error));
+        if (options.prepareThreshold !== 0 && plans.due(client)) {
+          try {
+            await wrapped.discardPlans();
+          } catch (error) {
+            wrapped.release();
+            throw error;
+          }
+        }
+        return wrapped;
       } catch (error) {
         if (CONNECT_TIMEOUT.test((error as Error).message ?? '')) answering.lost(error as Error);
         throw error;
@@ -102,11 +115,16 @@ export function withQueryDeadline(pool: pg.Pool, options: QueryDeadlineOptions):
 }
 
 /** A checked-out client whose queries have a deadline (unless run `withoutQueryDeadline`). */
-function boundedClient(client: pg.PoolClient, timeoutMs: number, prepared: PreparedStatements, onTimeout: (error: DatabaseNotAnswering) => void): PostgresPoolClient {
+function boundedClient(
+  client: pg.PoolClient,
+  timeoutMs: number,
+  prepared: PreparedStatements,
+  onTimeout: (error: DatabaseNotAnswering) => void,
+): PostgresPoolClient & { discardPlans(): Promise<unknown> } {
   let abandoned: DatabaseNotAnswering | undefined;
-  const bounded = (text: string, parameters: ReadonlyArray<unknown>): Promise<pg.QueryResult> => {
+  const bounded = (text: string, parameters: ReadonlyArray<unknown>, named = true): Promise<pg.QueryResult> => {
     if (abandoned) return Promise.reject(new DatabaseNotAnswering(`${abandoned.message}; its connection was abandoned`));
-    const name = prepared.nameOf(text);
+    const name = named ? prepared.nameOf(text) : undefined;
     const answer = name ? client.query({ name, text, values: parameters as unknown[] }) : client.query(text, parameters as unknown[]);
     if (unbounded.getStore()) return answer;
     return new Promise((resolve, reject) => {
@@ -135,6 +153,8 @@ function boundedClient(client: pg.PoolClient, timeoutMs: number, prepared: Prepa
   }
   return {
     query,
+    /** Drops the connection's cached plans (see `PlanRefresh`); its statements stay prepared. */
+    discardPlans: () => bounded('discard plans', [], false),
     // An abandoned client is removed from the pool; pg then destroys its socket (a query is in flight).
     release: () => client.release(abandoned),
   };

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
-import { PreparedStatements } from '../../src/db/prepared-statements.js';
+import { PlanRefresh, PreparedStatements } from '../../src/db/prepared-statements.js';
 import { createServerDatabase } from '../support/test-database.js';
 
 const SERVER_URL = process.env.DATABASE_URL;
@@ -60,4 +60,31 @@ describe.skipIf(!SERVER_URL)('prepared statements on a PostgreSQL server', () =>
       await database.close();
     }
   });
+
+  it('drops a connection’s cached plans when PlanRefresh says so: a plan made on a small table is made again once it grew', async () => {
+    let now = 0;
+    const setup = await openDatabase({ databaseUrl: url, poolSize: 1, prepareThreshold: 0 });
+    const database = await openDatabase({ databaseUrl: url, poolSize: 1, prepareThreshold: 1, planRefresh: new PlanRefresh(() => now) });
+    try {
+      await sql`create table grows (id text primary key, n int)`.execute(setup.db);
+      await sql`insert into grows select 'k' || g, g from generate_series(1, 3) g`.execute(setup.db);
+      await sql`analyze grows`.execute(setup.db);
+      const read = () => sql`select n from grows where id = any(${['k1', 'k2']}::text[])`.execute(database.db);
+      for (let i = 0; i < 8; i++) await read(); // named loyalty_1 from its first run; a generic plan after five
+      const plan = async () =>
+        (await sql<{ 'QUERY PLAN': string }>`explain execute loyalty_1('{k1,k2}')`.execute(database.db)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(await plan()).toMatch(/Seq Scan on grows/);
+      // 200,000 more rows, and no ANALYZE: nothing tells PostgreSQL to plan again
+      await sql`insert into grows select 'm' || g, g from generate_series(1, 200000) g`.execute(setup.db);
+      expect(await plan()).toMatch(/Seq Scan on grows/);
+      now = 10_000;
+      for (let i = 0; i < 8; i++) await read(); // five custom plans, then a generic one
+      expect(await plan()).toMatch(/Index (Only )?Scan using grows_pkey|Bitmap Index Scan on grows_pkey/);
+      expect((await read()).rows).toHaveLength(2);
+    } finally {
+      await database.close();
+      await setup.close();
+    }
+  });
 });
+
