@@ -1,0 +1,49 @@
+/**
+ * The bench's half-rate earn row alone, to study its tail: 1,000 customers, 64 connections, open
+ * loop at a given rate, on `serve --processes 1`, with the server's garbage-collection pauses.
+ * Usage: tsx scripts/bench/half-rate.ts [rate=960] [seconds=20]; PROBE_NODE_FLAGS='--flag …' adds
+ * node flags to the server (`--trace-gc` is always on: the pauses are read from its log).
+ */
+import { readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Api, earnLoad } from './load.js';
+import { createDatabase, databaseUrl, dropDatabase } from './postgres.js';
+import { buildService, initStore, ServerProcess } from './service.js';
+
+const rate = Number(process.argv[2] ?? 960);
+const seconds = Number(process.argv[3] ?? 20);
+
+async function main() {
+  await buildService();
+  const db = await createDatabase('halfrate');
+  const logFile = path.join(os.tmpdir(), `halfrate-${db}.log`);
+  try {
+    const store = { databaseUrl: databaseUrl(db) };
+    const keys = await initStore(store);
+    const nodeFlags = ['--trace-gc', ...(process.env.PROBE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
+    const server = await ServerProcess.start({ store, processes: 1, nodeFlags, logFile });
+    const api = new Api(server.url, keys.private_key);
+    const customers = await api.createCustomers(1000, 'half');
+    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 5 }); // warm-up
+    const from = statSync(logFile).size;
+    const result = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds, overallRate: rate });
+    const gc = readFileSync(logFile, 'utf8').slice(from).split('\n').flatMap((line) => {
+      const m = /(Scavenge|Mark-Compact|Mark-sweep)[^,]*?, ([\d.]+) \/ ([\d.]+) ms/.exec(line) ?? /(Scavenge|Mark-Compact|Mark-sweep).*? ([\d.]+) \/ ([\d.]+) ms/.exec(line);
+      return m ? [{ kind: m[1]!, ms: Number(m[2]) }] : [];
+    });
+    const byKind = new Map<string, number[]>();
+    for (const g of gc) byKind.set(g.kind, [...(byKind.get(g.kind) ?? []), g.ms]);
+    console.log(`rate ${rate}/s offered: ${result.okPerSecond.toFixed(0)}/s answered, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}`);
+    for (const [kind, pauses] of byKind) {
+      const sorted = [...pauses].sort((a, b) => a - b);
+      const total = pauses.reduce((a, b) => a + b, 0);
+      console.log(`  ${kind}: ${pauses.length} pauses, ${total.toFixed(0)} ms in all, median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms`);
+    }
+    await server.stop();
+  } finally {
+    await dropDatabase(db);
+  }
+}
+
+await main();
