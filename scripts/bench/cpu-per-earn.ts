@@ -62,7 +62,7 @@ async function main() {
       });
     };
     const run = (amount: number) => load(amount, kind !== 'earn');
-    await load(Math.max(500, customerCount * 2), false); // warm-up: every customer earns
+    await load(Number(process.env.PROBE_WARMUP ?? Math.max(500, customerCount * 2)), false); // warm-up: every customer earns (PROBE_WARMUP: how many earns)
     if (kind !== 'earn') await run(500);
     if (process.env.PROBE_ANALYZE === '1') await withClient((c) => c.query('analyze'), db);
     await new Promise((r) => setTimeout(r, 1000));
