@@ -7,7 +7,8 @@
  * (any kind but earn). PROBE_PROF=dir writes each process's CPU profile there (`node --cpu-prof`);
  * PROBE_NODE_FLAGS='--flag …' starts the server with more node flags. PROBE_PG_LOG=/path/to/the/server's/log
  * counts the statements the database ran per request in the measured window (it sets `log_statement
- * = all` on the probe's own database, and reads that log: a local server only).
+ * = all` on the probe's own database, and reads that log: a local server only). PROBE_WARMUP=n makes the
+ * warm-up n earns (default: twice the customers, at least 500): history per customer, for reads that grow with it.
  */
 import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -62,7 +63,7 @@ async function main() {
       });
     };
     const run = (amount: number) => load(amount, kind !== 'earn');
-    await load(Number(process.env.PROBE_WARMUP ?? Math.max(500, customerCount * 2)), false); // warm-up: every customer earns (PROBE_WARMUP: how many earns)
+    await load(Number(process.env.PROBE_WARMUP ?? Math.max(500, customerCount * 2)), false); // warm-up: every customer earns
     if (kind !== 'earn') await run(500);
     if (process.env.PROBE_ANALYZE === '1') await withClient((c) => c.query('analyze'), db);
     await new Promise((r) => setTimeout(r, 1000));

@@ -28,12 +28,15 @@ async function main() {
     await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 5 }); // warm-up
     const from = statSync(logFile).size;
     const result = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds, overallRate: rate });
-    const gc = readFileSync(logFile, 'utf8').slice(from).split('\n').flatMap((line) => {
-      const m = /(Scavenge|Mark-Compact|Mark-sweep)[^,]*?, ([\d.]+) \/ ([\d.]+) ms/.exec(line) ?? /(Scavenge|Mark-Compact|Mark-sweep).*? ([\d.]+) \/ ([\d.]+) ms/.exec(line);
-      return m ? [{ kind: m[1]!, ms: Number(m[2]) }] : [];
-    });
+    // `--trace-gc` lines: "... Scavenge 12.1 (20.3) -> 8.2 (21.3) MB, 3.4 / 0.0 ms ..." (the pause, then the time on helper threads).
     const byKind = new Map<string, number[]>();
-    for (const g of gc) byKind.set(g.kind, [...(byKind.get(g.kind) ?? []), g.ms]);
+    for (const line of readFileSync(logFile, 'utf8').slice(from).split('\n')) {
+      const m = /(Scavenge|Mark-Compact|Mark-sweep).*? ([\d.]+) \/ [\d.]+ ms/.exec(line);
+      if (!m) continue;
+      const pauses = byKind.get(m[1]!) ?? [];
+      pauses.push(Number(m[2]));
+      byKind.set(m[1]!, pauses);
+    }
     console.log(`rate ${rate}/s offered: ${result.okPerSecond.toFixed(0)}/s answered, p50 ${result.p50} ms, p99 ${result.p99} ms, non-2xx ${result.non2xx}`);
     for (const [kind, pauses] of byKind) {
       const sorted = [...pauses].sort((a, b) => a - b);
