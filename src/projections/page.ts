@@ -19,12 +19,14 @@ export interface Page<T> {
  * Runs a list query one page at a time: `seq` is the table's insertion order, and the cursor is the
  * id of the last item seen, so the cost is the same on page 1 and page 10,000.
  * `cursorSeq` finds the cursor row's seq within the same scope (business, customer, …). A creation
- * window filters the rows on `created_at`; the keyset stays `seq`.
+ * window filters the rows on `created_at`; the keyset stays `seq`. `around` wraps the limited query
+ * (one customer's page read as a lateral subquery of its row, say: see `customerQueries`).
  */
 export async function fetchPage<Row extends { seq: number }>(
   query: SelectQueryBuilder<any, any, Row>,
   page: PageRequest,
   cursorSeq: (id: string) => Promise<number | undefined>,
+  around: (limited: SelectQueryBuilder<any, any, Row>) => SelectQueryBuilder<any, any, Row> = (limited) => limited,
 ): Promise<Page<Row>> {
   let q = query;
   if (page.createdAfter) q = q.where('created_at' as never, '>', page.createdAfter as never);
@@ -36,6 +38,6 @@ export async function fetchPage<Row extends { seq: number }>(
     }
     q = q.where('seq' as never, '>', seq as never);
   }
-  const rows = await q.orderBy('seq' as never).limit(page.limit + 1).execute();
+  const rows = await around(q.orderBy('seq' as never).limit(page.limit + 1)).execute();
   return { items: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
 }
