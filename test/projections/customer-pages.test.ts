@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryId, type RootOperationNode, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/schema.js';
+import { catalogQueries } from '../../src/projections/catalog/catalog-queries.js';
 import { customerQueries } from '../../src/projections/customers/customers-queries.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -42,7 +43,7 @@ function rowsRead(node: PlanNode, table: string): number {
 
 const LONG = 20_000;
 
-// A customer with most of a table's rows: a page of its ledger or lots must read about a page of
+// A customer with most of a table's rows: a page of its ledger, lots or redemptions must read about a page of
 // rows, whether or not the table has statistics yet (docs/performance.md: a page of a long ledger
 // was planned as a scan of the whole table, or a read of the customer's every row and a sort).
 describe("one customer's pages on a long history", () => {
@@ -68,6 +69,8 @@ describe("one customer's pages on a long history", () => {
       select 'bulk_' || g, ${businessId}, ${long}, 'earn', 1, 6 + g, 'bulk', now() from generate_series(1, ${LONG}) g`.execute(t.services.db);
     await sql`insert into lots (business_id, customer_id, transaction_id, amount, remaining, spent, expired, reversed, reversed_from_lot, status, noticed, expiries, created_at)
       select ${businessId}, ${long}, 'bulk_' || g, 1, 1, 0, 0, 0, 0, 'available', false, 0, now() from generate_series(1, ${LONG}) g`.execute(t.services.db);
+    await sql`insert into redemptions (id, business_id, customer_id, reward_id, points_cost, balance, status, created_at)
+      select 'bulk_' || g, ${businessId}, ${long}, 'reward_bulk', 1, g, 'fulfilled', now() from generate_series(1, ${LONG}) g`.execute(t.services.db);
   });
   afterAll(() => t?.close());
 
@@ -76,11 +79,12 @@ describe("one customer's pages on a long history", () => {
     const queries = customerQueries((t.services.db as Kysely<Database>).withPlugin(captured));
     const ledger = await queries.ledger(businessId, long, { limit });
     const lots = await queries.lots(businessId, long, { limit, startingAfter: ledger.items[1]!.id }, false);
-    return { ledger, lots, captured };
+    const redemptions = await catalogQueries((t.services.db as Kysely<Database>).withPlugin(captured)).redemptions(businessId, long, { limit });
+    return { ledger, lots, redemptions, captured };
   };
 
   /** EXPLAIN ANALYZE of each captured page statement: the rows it read of `table`. */
-  const readOf = async (captured: Captured, table: 'ledger_entries' | 'lots') => {
+  const readOf = async (captured: Captured, table: 'ledger_entries' | 'lots' | 'redemptions') => {
     const executor = t.services.db.getExecutor();
     const reads: number[] = [];
     for (const node of captured.nodes) {
@@ -96,7 +100,8 @@ describe("one customer's pages on a long history", () => {
   };
 
   it('answers the first pages of the ledger and the lots, oldest first', async () => {
-    const { ledger, lots } = await pages(3);
+    const { ledger, lots, redemptions } = await pages(3);
+    expect(redemptions.items.map((row) => row.id)).toEqual(['bulk_1', 'bulk_2', 'bulk_3']);
     expect(ledger.items.map((row) => row.description)).toEqual(['earn 1', 'earn 2', 'earn 3']);
     expect(ledger.hasMore).toBe(true);
     expect(lots.items.map((row) => row.amount)).toEqual([3, 1, 1]);
@@ -108,12 +113,19 @@ describe("one customer's pages on a long history", () => {
 
   it('reads about a page of rows, before the tables have statistics and after', async () => {
     for (const analyzed of [false, true]) {
-      if (analyzed) await sql`analyze ledger_entries, lots`.execute(t.services.db);
+      if (analyzed) await sql`analyze ledger_entries, lots, redemptions`.execute(t.services.db);
       const { captured } = await pages(3);
       const ledger = await readOf(captured, 'ledger_entries');
       const lots = await readOf(captured, 'lots');
-      expect({ analyzed, ledger: ledger.length, lots: lots.length }).toEqual({ analyzed, ledger: 1, lots: 1 });
-      expect({ analyzed, ledger: ledger[0]! <= 10, lots: lots[0]! <= 10, read: [ledger[0], lots[0]] }).toMatchObject({ analyzed, ledger: true, lots: true });
+      const redemptions = await readOf(captured, 'redemptions');
+      expect({ analyzed, ledger: ledger.length, lots: lots.length, redemptions: redemptions.length }).toEqual({ analyzed, ledger: 1, lots: 1, redemptions: 1 });
+      const small = (read: number[]) => ({ small: read[0]! <= 10, read: read[0] });
+      expect({ analyzed, ledger: small(ledger), lots: small(lots), redemptions: small(redemptions) }).toMatchObject({
+        analyzed,
+        ledger: { small: true },
+        lots: { small: true },
+        redemptions: { small: true },
+      });
     }
   });
 });

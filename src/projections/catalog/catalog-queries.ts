@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, EventTypeRow, RecordedEventRow, RedemptionRow, RewardRow, TierRow } from '../../db/schema.js';
-import { fetchPage, type PageRequest } from '../page.js';
+import { customerScope, fetchPage, type PageRequest } from '../page.js';
 
 export function catalogQueries(db: Kysely<Database>) {
   const seqIn = (table: 'event_types' | 'rewards' | 'redemptions' | 'recorded_events', businessId: string) => async (id: string) =>
@@ -34,8 +34,9 @@ export function catalogQueries(db: Kysely<Database>) {
     },
 
     redemptions(businessId: string, customerId: string, page: PageRequest) {
-      const q = db.selectFrom('redemptions').selectAll().where('business_id', '=', businessId).where('customer_id', '=', customerId);
-      return fetchPage(q, page, seqIn('redemptions', businessId));
+      const scope = customerScope(db, businessId, customerId);
+      const q = db.selectFrom('redemptions').selectAll().where(scope.rowOf('redemptions'));
+      return fetchPage(q, page, seqIn('redemptions', businessId), scope.around);
     },
     redemption(businessId: string, id: string): Promise<RedemptionRow | undefined> {
       return db.selectFrom('redemptions').selectAll().where('business_id', '=', businessId).where('id', '=', id).executeTakeFirst();

@@ -1,6 +1,6 @@
-import { type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
-import { fetchPage, type PageRequest } from '../page.js';
+import { customerScope, fetchPage, type PageRequest } from '../page.js';
 import { precompiled } from '../precompiled-query.js';
 import { batched } from '../../db/batched.js';
 
@@ -55,26 +55,6 @@ export interface CustomerFilters {
 }
 
 export function customerQueries(db: Kysely<Database>) {
-  /**
-   * One customer's page of a table keyed `(customer_id, seq)`, read as a lateral subquery of the
-   * customer's row: the subquery sees the customer id as a parameter, so PostgreSQL plans it for an
-   * average customer (the index read in order, for a page of rows). Given the id as a constant, it
-   * planned a customer with most of the table (from statistics) as a scan of the whole table in
-   * `seq` order, and one on a table without statistics yet as a read of its every row and a sort:
-   * 25 ms instead of 0.1 for a page of a 100,000-line ledger (docs/performance.md).
-   */
-  const ofCustomer =
-    <Row extends { seq: number }>(businessId: string, customerId: string) =>
-    (limited: SelectQueryBuilder<any, any, Row>): SelectQueryBuilder<any, any, Row> =>
-      db
-        .selectFrom('customers as c')
-        .innerJoinLateral(limited.as('page'), (join) => join.onTrue())
-        .selectAll('page')
-        .where('c.business_id', '=', businessId)
-        .where('c.id', '=', customerId)
-        .orderBy('page.seq') as unknown as SelectQueryBuilder<any, any, Row>;
-  const ofCustomerRow = (table: 'ledger_entries' | 'lots') => sql<boolean>`${sql.ref(`${table}.customer_id`)} = c.id`;
-
   const seqOf = (table: 'customers' | 'ledger_entries', scope: { business_id: string; customer_id?: string }) => async (id: string) => {
     let q = db.selectFrom(table).select('seq').where('id', '=', id).where('business_id', '=', scope.business_id);
     if (scope.customer_id) q = q.where('customer_id' as never, '=', scope.customer_id as never);
@@ -174,8 +154,9 @@ export function customerQueries(db: Kysely<Database>) {
     },
 
     ledger(businessId: string, customerId: string, page: PageRequest) {
-      const q = db.selectFrom('ledger_entries').selectAll().where(ofCustomerRow('ledger_entries'));
-      return fetchPage(q, page, seqOf('ledger_entries', { business_id: businessId, customer_id: customerId }), ofCustomer(businessId, customerId));
+      const scope = customerScope(db, businessId, customerId);
+      const q = db.selectFrom('ledger_entries').selectAll().where(scope.rowOf('ledger_entries'));
+      return fetchPage(q, page, seqOf('ledger_entries', { business_id: businessId, customer_id: customerId }), scope.around);
     },
 
     /**
@@ -185,13 +166,14 @@ export function customerQueries(db: Kysely<Database>) {
 
     /** The customer's lots, oldest first; only those with points left unless `all`. */
     lots(businessId: string, customerId: string, page: PageRequest, all: boolean) {
-      let q = db.selectFrom('lots').selectAll().where(ofCustomerRow('lots'));
+      const scope = customerScope(db, businessId, customerId);
+      let q = db.selectFrom('lots').selectAll().where(scope.rowOf('lots'));
       if (!all) q = q.where('remaining', '>', 0);
       const cursorSeq = async (id: string) => {
         const row = await db.selectFrom('lots').select('seq').where('customer_id', '=', customerId).where('transaction_id', '=', id).executeTakeFirst();
         return row?.seq;
       };
-      return fetchPage(q, page, cursorSeq, ofCustomer(businessId, customerId));
+      return fetchPage(q, page, cursorSeq, scope.around);
     },
 
     ledgerEntry(businessId: string, id: string): Promise<LedgerEntryRow | undefined> {
