@@ -2,7 +2,8 @@
  * The bench's half-rate earn row alone, to study its tail: 1,000 customers, 64 connections, open
  * loop at a given rate, on `serve --processes 1`, with the server's garbage-collection pauses.
  * Usage: tsx scripts/bench/half-rate.ts [rate=960] [seconds=20]; PROBE_NODE_FLAGS='--flag …' adds
- * node flags to the server (`--trace-gc` is always on: the pauses are read from its log).
+ * node flags to the server (`--trace-gc` is always on: the pauses are read from its log);
+ * PROBE_WARMUP_SECONDS (5) is the full-speed warm-up before it (the bench's row 1 is 3 + 20 s).
  */
 import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import { buildService, initStore, ServerProcess } from './service.js';
 
 const rate = Number(process.argv[2] ?? 960);
 const seconds = Number(process.argv[3] ?? 20);
+const warmupSeconds = Number(process.env.PROBE_WARMUP_SECONDS ?? 5);
 
 async function main() {
   await buildService();
@@ -25,7 +27,7 @@ async function main() {
     const server = await ServerProcess.start({ store, processes: 1, nodeFlags, logFile });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(1000, 'half');
-    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 5 }); // warm-up
+    await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: warmupSeconds }); // warm-up, at full speed
     const from = statSync(logFile).size;
     const result = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds, overallRate: rate });
     // `--trace-gc` lines: "... Scavenge 12.1 (20.3) -> 8.2 (21.3) MB, 3.4 / 0.0 ms ..." (the pause, then the time on helper threads).

@@ -38,9 +38,9 @@ type StepOutcome = number | 'idle' | 'busy';
  * applies a given event to a given projector; a projector held by another process is skipped by
  * this batch (its progress is read back from its row).
  *
- * One transaction for all: a batch costs one `readAll`, one lock statement, one checkpoint read,
- * the projectors' set-based statements and one checkpoint update, whatever the number of
- * projectors. The price: a projector that fails rolls the batch back for all of them, which then
+ * One transaction for all: a batch costs one `readAll`, one statement that locks and reads the
+ * checkpoints, the projectors' set-based statements and one checkpoint update, whatever the number
+ * of projectors. The price: a projector that fails rolls the batch back for all of them, which then
  * retry together (read-your-writes waits for every projector anyway, so none could answer alone).
  */
 export class ProjectionRunner {
@@ -136,19 +136,22 @@ export class ProjectionRunner {
     const decoded = decodeAll(events);
     const names = this.tracks.map((t) => t.name);
     const result = await this.db.transaction().execute(async (trx) => {
+      // One statement: try each projector's lock (in name order, only for this group's names), then
+      // read the held checkpoints under FOR UPDATE, which returns a row's latest committed version
+      // even when another process moved it after this statement's snapshot was taken.
       const locks = await sql<{ name: string; locked: boolean; global_position: string }>`
-        select name, global_position::text, pg_try_advisory_xact_lock(hashtext('projection:' || name)) as locked
-        from projection_checkpoints where name = any(${names}) order by name`.execute(trx);
+        with tried as materialized (
+          select name, pg_try_advisory_xact_lock(hashtext('projection:' || name)) as locked
+          from unnest(${names}::text[]) as n(name) order by name
+        ), held as materialized (
+          select name, global_position from projection_checkpoints
+          where name = any(array(select name from tried where locked)) order by name for update
+        )
+        select p.name, coalesce(h.global_position, p.global_position)::text as global_position, h.name is not null as locked
+        from projection_checkpoints p left join held h on h.name = p.name
+        where p.name = any(${names}::text[]) order by p.name`.execute(trx);
       const held = locks.rows.filter((r) => r.locked).map((r) => r.name);
-      const rows = held.length === 0 ? [] : await trx
-        .selectFrom('projection_checkpoints')
-        .select(['name', 'global_position'])
-        .where('name', 'in', held)
-        .orderBy('name')
-        .forUpdate()
-        .execute();
       const seen = new Map<string, Checkpoint>(locks.rows.map((r) => [r.name, { globalPosition: BigInt(r.global_position) }]));
-      for (const row of rows) seen.set(row.name, toCheckpoint(row));
       const applied: Array<{ track: ProjectorTrack; count: number }> = [];
       for (const track of this.tracks) {
         const base = seen.get(track.name);
