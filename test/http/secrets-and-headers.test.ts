@@ -1,5 +1,7 @@
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpServer } from '../../src/http/http-server.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/test-app.js';
 
 describe('secrets and security headers', () => {
@@ -55,24 +57,25 @@ describe('secrets and security headers', () => {
     for (const secret of secrets) expect(logs).not.toContain(secret.replace(/^(sk_live_|pk_live_|whsec_)/, ''));
   });
 
-  it('sends the standard security headers on every kind of response', async () => {
+  /** The same kinds of answer, asked through `send`: in process (`app.request`), or over a real socket. */
+  const everyKindOfAnswer = async (send: TestApp['request']) => {
     const { private_key: key, public_key: pub } = await t.business();
     const answers = [
-      await t.request('GET', '/api/v1/customers', { key }),
-      await t.request('POST', '/api/v1/customers', { key, body: { email: 'h@example.com' } }),
-      await t.request('GET', '/api/v1/tiers', { key: pub }),
-      await t.request('GET', '/api/v1/customers'),
-      await t.request('GET', '/api/v1/customers/cust_nope', { key }),
-      await t.request('GET', '/nowhere'),
-      await t.request('PUT', '/api/v1/customers', { key }),
-      await t.request('POST', '/api/v1/customers', { key, rawBody: '{', headers: { 'content-type': 'application/json' } }),
-      await t.request('OPTIONS', '/api/v1/customers', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' } }),
-      await t.request('GET', '/healthz'),
-      await t.request('GET', '/api/v1/openapi.json'),
-      await t.request('GET', '/docs'),
+      await send('GET', '/api/v1/customers', { key }),
+      await send('POST', '/api/v1/customers', { key, body: { email: 'h@example.com' } }),
+      await send('GET', '/api/v1/tiers', { key: pub }),
+      await send('GET', '/api/v1/customers'),
+      await send('GET', '/api/v1/customers/cust_nope', { key }),
+      await send('GET', '/nowhere'),
+      await send('PUT', '/api/v1/customers', { key }),
+      await send('POST', '/api/v1/customers', { key, rawBody: '{', headers: { 'content-type': 'application/json' } }),
+      await send('OPTIONS', '/api/v1/customers', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'GET' } }),
+      await send('GET', '/healthz'),
+      await send('GET', '/api/v1/openapi.json'),
+      await send('GET', '/docs'),
     ];
     // and a 429: the bucket here holds 50
-    const burst = await Promise.all(Array.from({ length: 60 }, () => t.request('GET', '/api/v1/tiers', { key })));
+    const burst = await Promise.all(Array.from({ length: 60 }, () => send('GET', '/api/v1/tiers', { key })));
     answers.push(burst.find((r) => r.status === 429)!);
     expect(answers.map((a) => a.status)).toEqual([200, 201, 200, 401, 404, 404, 405, 400, 204, 200, 200, 200, 429]);
     for (const answer of answers) {
@@ -81,8 +84,37 @@ describe('secrets and security headers', () => {
       expect(answer.headers.get('x-frame-options'), where).toBe('SAMEORIGIN');
       expect(answer.headers.get('strict-transport-security'), where).toMatch(/max-age=\d+/);
       expect(answer.headers.get('referrer-policy'), where).toBe('no-referrer');
+      expect(answer.headers.get('cross-origin-opener-policy'), where).toBe('same-origin');
+      expect(answer.headers.get('cross-origin-resource-policy'), where).toBeNull();
       expect(answer.headers.get('x-request-id'), where).toBeTruthy();
       expect(answer.headers.get('x-powered-by'), where).toBeNull();
+    }
+  };
+
+  it('sends the standard security headers on every kind of response', async () => {
+    await everyKindOfAnswer((method, path, options) => t.request(method, path, options));
+  });
+
+  // The same answers through the HTTP server `serve` runs (the node adapter writes the headers), over a socket.
+  it('sends them through the HTTP server too', async () => {
+    const server = createHttpServer(t.app.fetch);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await everyKindOfAnswer(async (method, path, options = {}) => {
+        const headers: Record<string, string> = { ...options.headers };
+        if (options.key !== undefined) headers['x-api-key'] = options.key;
+        let body = options.rawBody;
+        if (options.body !== undefined) {
+          body = JSON.stringify(options.body);
+          headers['content-type'] ??= 'application/json';
+        }
+        const response = await fetch(`http://127.0.0.1:${port}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+        const text = await response.text();
+        return { status: response.status, headers: response.headers, body: undefined, text };
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });
