@@ -21,7 +21,7 @@ export interface Page<T> {
  * id of the last item seen, so the cost is the same on page 1 and page 10,000.
  * `cursorSeq` finds the cursor row's seq within the same scope (business, customer, …). A creation
  * window filters the rows on `created_at`; the keyset stays `seq`. `around` wraps the limited query
- * (one customer's page read as a lateral subquery of its row, say: see `customerQueries`).
+ * (one customer's page read as a lateral subquery of its row: `customerScope` below).
  */
 export async function fetchPage<Row extends { seq: number }>(
   query: SelectQueryBuilder<any, any, Row>,
