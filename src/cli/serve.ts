@@ -5,6 +5,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import pino from 'pino';
 import { Counter } from 'prom-client';
 import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
+import { ConnectionAdopter } from '../cluster/connection-adopter.js';
 import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
 import { type Config, ConfigError, servingProcesses } from '../config.js';
@@ -95,22 +96,19 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   const options: AppOptions = { draining: () => draining, stopping: () => stopping, metrics, metricsText: () => channel.instanceMetrics() };
   const app = createApp(services, options);
   const affinity = await passWritesToOwners(services, app, metrics, () => draining);
-  const server = listenHttp(services, app, affinity?.route, (port) => {
-    services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API process listening');
-    // Asked before the server listened, stopping would not stop it: so only from here on.
-    let closed: Promise<void> | undefined;
-    channel.onStopListening(() => {
-      closed = stopAccepting(server);
-      channel.stoppedListening();
-    });
-    channel.onDrain(() =>
-      shutDown(services, 'drain', (done) => {
-        draining = true;
-        void Promise.all([closed ?? stopAccepting(server), affinity?.close()]).then(done);
-        closeIdleAfterGrace(server);
-      }),
-    );
-  });
+  // The primary holds the port and hands this child its connections (connection-router.ts).
+  const server = createHttpServer(app.fetch, { hostname: config.host, logger: services.logger, ...(affinity ? { route: affinity.route } : {}) });
+  const connections = new ConnectionAdopter(server);
+  channel.onConnection((socket, head) => connections.adopt(socket, head));
+  channel.onDrain(() =>
+    shutDown(services, 'drain', (done) => {
+      draining = true;
+      void Promise.all([connections.closed(), affinity?.close()]).then(done);
+      closeIdleAfterGrace(server);
+    }),
+  );
+  services.logger.info({ host: config.host, store: services.database.kind }, 'loyalty API process taking connections');
+  channel.ready();
 }
 
 /**

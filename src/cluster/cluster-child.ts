@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
 
@@ -16,11 +17,10 @@ export function clusterChildRole(): ChildRole | undefined {
 
 /** A child's side of the channel to its primary (see cluster-messages.ts). */
 export interface PrimaryChannel {
-  /** The workers child is running. */
+  /** The workers child is running; an HTTP child takes connections. */
   ready(): void;
-  stoppedListening(): void;
-  /** Runs `act` when the primary says to stop listening (at once if it already has). */
-  onStopListening(act: () => void): void;
+  /** Gives `act` every connection the primary hands this child (those that came before it, at once). */
+  onConnection(act: (socket: Socket, head: Buffer) => void): void;
   /** Runs `act` when the primary says the instance is shutting down (at once if it already has). */
   onStopping(act: () => void): void;
   /** Runs `act` when the primary says to shut down (at once if it already has). */
@@ -50,7 +50,8 @@ export function primaryChannel(): PrimaryChannel {
   process.on('SIGTERM', () => {});
   process.on('SIGINT', () => {});
   const stopping = latch();
-  const stopListening = latch();
+  let takeConnection: ((socket: Socket, head: Buffer) => void) | undefined;
+  const early: Array<[Socket, Buffer]> = [];
   const drain = latch();
   let registry: Registry | undefined;
   let nextId = 0;
@@ -61,13 +62,16 @@ export function primaryChannel(): PrimaryChannel {
   // The callback swallows the error of a channel already closed: the primary is gone, and this child with it.
   const send = (message: ToPrimary) => void process.send!(message, undefined, undefined, () => {});
 
-  process.on('message', (message: unknown) => {
+  process.on('message', (message: unknown, handle: unknown) => {
     if (!isLoyaltyMessage<ToChild>(message)) return;
     switch (message.type) {
       case 'loyalty:stopping':
         return stopping.fire();
-      case 'loyalty:stop-listening':
-        return stopListening.fire();
+      case 'loyalty:connection': {
+        const connection: [Socket, Buffer] = [handle as Socket, Buffer.from(message.head, 'latin1')];
+        if (takeConnection) return takeConnection(...connection);
+        return void early.push(connection);
+      }
       case 'loyalty:drain':
         return drain.fire();
       case 'loyalty:collect-metrics': {
@@ -102,9 +106,11 @@ export function primaryChannel(): PrimaryChannel {
 
   return {
     ready: () => send({ type: 'loyalty:ready' }),
-    stoppedListening: () => send({ type: 'loyalty:stopped-listening' }),
+    onConnection: (act) => {
+      takeConnection = act;
+      for (const connection of early.splice(0)) act(...connection);
+    },
     onStopping: (act) => stopping.on(act),
-    onStopListening: (act) => stopListening.on(act),
     onDrain: (act) => drain.on(act),
     answerMetrics: (r) => void (registry = r),
     onForgetPrincipals: (act) => void (forgetPrincipals = act),

@@ -1,8 +1,8 @@
 /**
  * What the primary of `loyalty serve` and its children say to each other over their IPC channel.
- * Shutdown goes through these messages rather than signals: it takes two steps across all the
- * HTTP children (every one stops listening, and only then do they drain; see `stop` in
- * cluster-primary.ts), and the primary must hear when each has done the first.
+ * Shutdown goes through these messages rather than signals: it goes in the primary's order (see
+ * `stop` in cluster-primary.ts). The connections of the port come this way too, each with its socket
+ * (connection-router.ts).
  */
 
 /** The environment variable through which the primary tells a child its role (not a setting). */
@@ -17,8 +17,8 @@ export type MetricsJson = object[];
 export type ToChild =
   /** The instance is shutting down: answer `/readyz` with 503 `stopping`, serve on as usual. */
   | { type: 'loyalty:stopping' }
-  /** Stop listening; keep serving the open connections as usual, and say `stopped-listening`. */
-  | { type: 'loyalty:stop-listening' }
+  /** A connection the primary accepted (its socket is the message's handle), with the bytes it read of it. */
+  | { type: 'loyalty:connection'; head: string }
   /** Shut down: answer what was received (`Connection: close`), stop background work, exit. */
   | { type: 'loyalty:drain' }
   /** Send this process's metrics (`metrics`). */
@@ -31,9 +31,8 @@ export type ToChild =
   | { type: 'loyalty:key-revoked-everywhere'; id: number };
 
 export type ToPrimary =
-  /** The workers child is caught up, has provisioned an empty store, and runs. */
+  /** The workers child is caught up, has provisioned an empty store, and runs; an HTTP child takes connections. */
   | { type: 'loyalty:ready' }
-  | { type: 'loyalty:stopped-listening' }
   | { type: 'loyalty:metrics'; id: number; metrics?: MetricsJson; error?: string }
   /** An HTTP child was asked for `/metrics`: the instance's, please. */
   | { type: 'loyalty:metrics-request'; id: number }

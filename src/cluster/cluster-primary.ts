@@ -1,9 +1,11 @@
 import cluster, { type Worker } from 'node:cluster';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
+import { connectionRouter } from './connection-router.js';
 import { AFFINITY_VARIABLES } from './customer-affinity.js';
 import { MetricsCollector } from './cluster-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
@@ -19,9 +21,8 @@ interface Child {
   readonly label: string;
   /** Undefined while it waits to be restarted, and once it has exited during the stop. */
   worker: Worker | undefined;
-  /** Listening (HTTP), or caught up and running (workers). */
+  /** Taking connections (HTTP), or caught up and running (workers). */
   ready: boolean;
-  stoppedListening: boolean;
   readonly backoff: RestartBackoff;
   restart: NodeJS.Timeout | undefined;
 }
@@ -36,18 +37,19 @@ export interface ClusterOptions {
 
 /**
  * `loyalty serve` on every core: this process (the primary) forks `processes` HTTP children
- * (`--role api`, sharing the port through node:cluster, which hands each new connection to the
- * next child) and, for role `all`, one workers child (projections and webhook delivery: one set
- * per instance, whatever the number of HTTP processes). The primary itself only supervises. Why
- * not let it run the workers, one process fewer: with cluster's round-robin it accepts every
- * connection of the instance, so a long projection batch or a webhook burst in it would delay
- * every new connection; and a bug in the workers would take the whole instance down instead of
- * one child that is restarted like any other.
+ * (`--role api`) and, for role `all`, one workers child (projections and webhook delivery: one set
+ * per instance, whatever the number of HTTP processes). The primary holds the port and hands each
+ * new connection to a child, chosen by the connection's first request (connection-router.ts);
+ * otherwise it only supervises. Why not let it run the workers, one process fewer: it accepts
+ * every connection of the instance, so a long projection batch or a webhook burst in it would
+ * delay every new connection; and a bug in the workers would take the whole instance down instead
+ * of one child that is restarted like any other.
  *
  * - Start: the primary checks the database and migrates (one line if it cannot, not one per
  *   child), starts the workers child and waits until it has caught up and, on an empty store,
  *   created the first business and printed its keys (it is the only process that may, so that
- *   happens once), then starts the HTTP children and prints "Listening on" once all listen.
+ *   happens once), then starts the HTTP children, and once all take connections, listens on the
+ *   port and prints "Listening on".
  * - The HTTP children write as `--role api` does: each append is signalled with `pg_notify` to
  *   the workers child, and a write answers once the workers' checkpoints have passed it.
  * - A child that dies is restarted after a pause that grows while it keeps dying young.
@@ -63,7 +65,6 @@ export async function superviseCluster(config: Config, { role, processes, logger
     label,
     worker: undefined,
     ready: false,
-    stoppedListening: false,
     backoff: new RestartBackoff(),
     restart: undefined,
   });
@@ -72,7 +73,6 @@ export async function superviseCluster(config: Config, { role, processes, logger
   const children = [...workers, ...apis];
   const metrics = new MetricsCollector();
   let state: 'starting' | 'running' | 'stopping' = 'starting';
-  let port = config.port;
   let cleanExits = true;
 
   // Whoever waits for the children (`until`) looks again whenever one changes.
@@ -93,14 +93,8 @@ export async function superviseCluster(config: Config, { role, processes, logger
   const fork = (c: Child) => {
     const place = c.role === 'api' ? { [AFFINITY_VARIABLES.instance]: String(process.pid), [AFFINITY_VARIABLES.index]: String(apis.indexOf(c)), [AFFINITY_VARIABLES.size]: String(apis.length) } : {};
     const worker = cluster.fork({ [CHILD_ROLE_VARIABLE]: c.role, ...place });
-    Object.assign(c, { worker, ready: false, stoppedListening: false });
+    Object.assign(c, { worker, ready: false });
     c.backoff.started(Date.now());
-    worker.on('listening', (address) => {
-      if (address.addressType === -1) return; // the socket for writes passed on (customer-affinity.ts), not the port
-      port = address.port;
-      c.ready = true;
-      changed();
-    });
     worker.on('message', (message: unknown) => onMessage(c, worker, message));
     worker.on('exit', (code, signal) => onExit(c, worker, code, signal));
   };
@@ -110,9 +104,6 @@ export async function superviseCluster(config: Config, { role, processes, logger
     switch (message.type) {
       case 'loyalty:ready':
         c.ready = true;
-        return changed();
-      case 'loyalty:stopped-listening':
-        c.stoppedListening = true;
         return changed();
       case 'loyalty:metrics':
         return metrics.answered(message);
@@ -188,12 +179,21 @@ export async function superviseCluster(config: Config, { role, processes, logger
   };
 
   /**
+   * The port, held here: each connection goes to the child its first request says (a write to a
+   * customer: the customer's owner), else to the next child in turn; only to children that take
+   * connections (a child restarting gets none until it does).
+   */
+  const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
+  port.on('error', (error) => {
+    logger.error({ err: error, port: config.port, host: config.host }, 'cannot listen');
+    void stop('listen failed', 1);
+  });
+
+  /**
    * The drain, in an order that leaves no request unanswered:
-   * 1. every HTTP child stops listening and says so; when the last has, the port refuses new
-   *    connections (ECONNREFUSED: never sent, safe to retry elsewhere). Until then they answer as
-   *    usual, keep-alive included, so no client is sent to reconnect to a port about to close:
-   *    cluster would lose a connection it had accepted and not yet handed to a child;
-   * 2. each then answers what it has received, with `Connection: close`, and exits;
+   * 1. the port closes: new connections are refused (ECONNREFUSED: never sent, safe to retry
+   *    elsewhere); the connections accepted go on being handed over and served;
+   * 2. each HTTP child answers what it has received, with `Connection: close`, and exits;
    * 3. the workers child last, since the HTTP children's writes wait for its checkpoints.
    * The primary exits 0 once every child has exited 0.
    */
@@ -209,8 +209,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
       for (const c of children) c.worker?.process.kill('SIGKILL');
       process.exit(1);
     }, STOP_DEADLINE_MS).unref();
-    for (const c of apis) tell(c, { type: 'loyalty:stop-listening' });
-    await until(() => apis.every((c) => !c.worker || c.stoppedListening));
+    port.close();
     for (const c of apis) tell(c, { type: 'loyalty:drain' });
     await until(() => apis.every((c) => !c.worker));
     for (const c of workers) tell(c, { type: 'loyalty:drain' });
@@ -225,11 +224,14 @@ export async function superviseCluster(config: Config, { role, processes, logger
     await until(() => state !== 'starting' || group.every((c) => c.ready));
     if (state !== 'starting') return;
   }
+  await new Promise<void>((resolve) => port.listen(config.port, config.host, resolve));
+  if (state !== 'starting') return;
   state = 'running';
+  const { port: listening } = port.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
   const what = `${processes} HTTP processes${workers.length ? ' and a workers process' : ''}`;
-  logger.info({ port, host: config.host, processes, pids: children.map((c) => c.worker?.process.pid) }, 'loyalty API listening');
-  process.stdout.write(`Listening on http://${host}:${port} (${what})\n`);
+  logger.info({ port: listening, host: config.host, processes, pids: children.map((c) => c.worker?.process.pid) }, 'loyalty API listening');
+  process.stdout.write(`Listening on http://${host}:${listening} (${what})\n`);
 }
 
 /** Reaches the database and brings the schema up to date, once, before any child starts. */

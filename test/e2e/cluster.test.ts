@@ -37,7 +37,7 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.dispose()));
 });
 
-/** One request on a connection of its own, so that cluster hands it to the next child in turn. */
+/** One request on a connection of its own, so that the primary hands it to a child: the next in turn, or a written customer's owner. */
 function onNewConnection(baseUrl: string, method: string, urlPath: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const sent = body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
@@ -56,6 +56,25 @@ const getOnNewConnection = (baseUrl: string, urlPath: string, key: string) => on
 /** One earn of 1 point on a connection of its own, with an Idempotency-Key. */
 const earnOnNewConnection = (baseUrl: string, customerId: string, key: string, idempotencyKey: string) =>
   onNewConnection(baseUrl, 'POST', `/api/v1/customers/${customerId}/points/transaction`, { 'x-api-key': key, 'idempotency-key': idempotencyKey }, JSON.stringify({ type: 'earn', amount: 1 }));
+
+/** A read, then an earn of 1 point, on one connection of their own (handed to a child by the read). */
+async function earnAfterRead(baseUrl: string, customerId: string, key: string, idempotencyKey: string): Promise<Array<{ status: number }>> {
+  const agent = new Agent({ connections: 1 });
+  try {
+    const read = await request(`${baseUrl}/api/v1/customers/${customerId}`, { dispatcher: agent, headers: { 'x-api-key': key } });
+    await read.body.text();
+    const earn = await request(`${baseUrl}/api/v1/customers/${customerId}/points/transaction`, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'x-api-key': key, 'idempotency-key': idempotencyKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'earn', amount: 1 }),
+    });
+    await earn.body.text();
+    return [{ status: read.statusCode }, { status: earn.statusCode }];
+  } finally {
+    await agent.close();
+  }
+}
 
 /** The values of one metric in Prometheus text, by its label set as printed. */
 function samples(text: string, name: string): Map<string, number> {
@@ -177,8 +196,8 @@ describe.runIf(SERVER_MODE)(
       const before = await requestsByPid(server);
       expect(before.size).toBe(2);
 
-      // 10 earns, each on a new connection, so cluster hands them to both processes in turn: the
-      // customer's owner answers all 10 (CONTRACT.md §12), the other passes its share on.
+      // 10 earns, each on a new connection: the primary hands each to the customer's owner, which
+      // answers all 10 (CONTRACT.md §12) with nothing passed on.
       const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'owned@example.com' } });
       const counted = await requestsByPid(server);
       for (let i = 0; i < 10; i++) expect((await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `owned-${i}`)).status).toBe(201);
@@ -188,8 +207,15 @@ describe.runIf(SERVER_MODE)(
       expect(answered.map((a) => a.n >= 10 && a.n <= 11)).toEqual([true, false]);
       expect(answered[1]!.n).toBeLessThanOrEqual(1);
       const owner = answered[0]!.pid;
-      const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
-      expect(samples(metrics, 'loyalty_http_requests_passed_on_total').get('{outcome="answered"}')).toBeGreaterThanOrEqual(4);
+      const passedOn = async () => samples(await (await fetch(`${server.baseUrl}/metrics`)).text(), 'loyalty_http_requests_passed_on_total').get('{outcome="answered"}') ?? 0;
+      expect(await passedOn()).toBe(0);
+
+      // 10 more, each on a connection that read first: those go to both processes in turn, and the
+      // one that does not own the customer passes its earns on to the one that does.
+      for (let i = 0; i < 10; i++) expect((await earnAfterRead(server.baseUrl, customer.body.id, key!, `after-read-${i}`)).map((a) => a.status)).toEqual([200, 201]);
+      const later = await requestsByPid(server);
+      expect((later.get(owner) ?? 0) - (after.get(owner) ?? 0)).toBeGreaterThanOrEqual(10 + 4);
+      expect(await passedOn()).toBeGreaterThanOrEqual(4);
 
       process.kill(owner, 'SIGKILL');
       const deadline = Date.now() + 30_000;
@@ -217,7 +243,7 @@ describe.runIf(SERVER_MODE)(
       expect(pids).not.toContain(owner);
       // The restarted owner makes them again; the balance counts each earn once.
       for (let i = 0; i < 4; i++) expect((await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `restarted-${i}`)).status).toBe(201);
-      expect((await getOnNewConnection(server.baseUrl, `/api/v1/customers/${customer.body.id}`, key!)).body.points_balance).toBe(24);
+      expect((await getOnNewConnection(server.baseUrl, `/api/v1/customers/${customer.body.id}`, key!)).body.points_balance).toBe(34);
 
       server.signal('SIGTERM');
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
@@ -233,11 +259,17 @@ describe.runIf(SERVER_MODE)(
       );
       expect(customers.map((c) => c.status)).toEqual(Array(16).fill(201));
 
-      const agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
+      // A connection of its own per loop, opened by a read: the primary hands those to both
+      // processes in turn, so about half the loops write through the process that does not own
+      // their customer, which passes the writes on.
+      const agents = customers.map(() => new Agent({ keepAliveTimeout: 30_000, connections: 1 }));
       const statuses: number[][] = customers.map(() => []);
       const failures: string[] = [];
       let sent = 0;
       const loop = async (loopId: number) => {
+        const agent = agents[loopId]!;
+        const read = await request(`${server.baseUrl}/api/v1/customers`, { dispatcher: agent, headers: { 'x-api-key': key! } });
+        await read.body.text();
         for (let i = 0; ; i++) {
           try {
             const response = await request(`${server.baseUrl}/api/v1/customers/${customers[loopId]!.body.id}/points/transaction`, {
@@ -264,7 +296,7 @@ describe.runIf(SERVER_MODE)(
       server.signal('SIGTERM');
       const exit = await exitWithin(server, 10_000);
       await Promise.all(loops);
-      await agent.close();
+      await Promise.all(agents.map((a) => a.close()));
 
       // Both processes were serving the load when the signal came, passing writes on to each other.
       expect(served.size).toBe(2);

@@ -1,0 +1,101 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import { customerWritten, ownerOf } from './customer-affinity.js';
+
+/**
+ * The port of a `loyalty serve` instance with several HTTP children, held by the primary, which
+ * hands each new connection to a child chosen by the connection's first request: a write to a
+ * customer goes to that customer's owner (customer-affinity.ts), anything else to the next child
+ * in turn. node:cluster's own round-robin hands connections out blindly, so that half the writes of
+ * a client that keeps writing one customer (a checkout, a game, a campaign: the hot customer of
+ * #12) were passed on from child to child, costing the instance more CPU per write than one
+ * process. Later requests on a kept-alive connection stay with its child, which passes on the
+ * writes it does not own, as before.
+ *
+ * The primary reads what the client sends until the request line is whole, stops reading, and
+ * sends the socket with those bytes to the child over the IPC channel; the child feeds them to its
+ * HTTP server before anything else it reads (`ConnectionAdopter`).
+ */
+export interface ConnectionRouterOptions {
+  /** The instance's HTTP children, by their place (customer-affinity.ts); undefined: not taking connections now (restarting, say). */
+  children: () => ReadonlyArray<ConnectionTaker | undefined>;
+  /** How long a connection waits here for its request line before it is handed over as it is. */
+  headWaitMs?: number;
+}
+
+/** A child process that takes connections: `Worker.send` or `ChildProcess.send`. */
+export interface ConnectionTaker {
+  send(message: ConnectionMessage, socket: Socket, callback: (error: Error | null) => void): boolean;
+}
+
+/** The message that carries a connection (its socket is the message's handle); `head` is the bytes read of it, as latin1 (a character per byte). */
+export interface ConnectionMessage {
+  type: 'loyalty:connection';
+  head: string;
+}
+
+export const DEFAULT_HEAD_WAIT_MS = 2_000;
+/** Past this, what was read is handed over without a request line. */
+const MAX_REQUEST_LINE_BYTES = 16 * 1024;
+
+/** The request line of an HTTP/1 request, when `head` holds it whole. */
+export function requestLine(head: Buffer): { method: string; url: string } | undefined {
+  const end = head.indexOf('\r\n');
+  if (end < 0) return undefined;
+  const match = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(head.toString('latin1', 0, end));
+  return match ? { method: match[1]!, url: match[2]! } : undefined;
+}
+
+/**
+ * Where a connection goes: the owner of the customer its first request writes, if that child takes
+ * connections; otherwise the next child in turn that does (`turn` counts the turns given).
+ */
+export function childForConnection(head: Buffer, taking: ReadonlyArray<boolean>, turn: number): number | undefined {
+  const line = head.length > 0 ? requestLine(head) : undefined;
+  const customer = line && customerWritten(line.method, line.url);
+  if (customer !== undefined) {
+    const owner = ownerOf(customer, taking.length);
+    if (taking[owner]) return owner;
+  }
+  const open = taking.flatMap((yes, i) => (yes ? [i] : []));
+  return open.length === 0 ? undefined : open[turn % open.length];
+}
+
+/** A server (not yet listening) that hands each connection it accepts to a child (`childForConnection`). */
+export function connectionRouter(options: ConnectionRouterOptions): Server {
+  const waiting = new Set<Socket>();
+  const headWaitMs = options.headWaitMs ?? DEFAULT_HEAD_WAIT_MS;
+  let turn = 0;
+  const server = createServer({ pauseOnConnect: true }, (socket) => {
+    waiting.add(socket);
+    const handOver = (head: Buffer) => {
+      clearTimeout(timer);
+      socket.removeListener('data', onData);
+      if (!waiting.delete(socket)) return;
+      // Whatever the client sends next stays in the kernel for the child: net.Socket's pause()
+      // leaves the handle reading, and bytes read here after the socket is sent would be dropped.
+      (socket as unknown as { _handle?: { readStop?: () => void } })._handle?.readStop?.();
+      socket.pause();
+      const children = options.children();
+      const chosen = childForConnection(head, children.map((c) => c !== undefined), turn++);
+      if (chosen === undefined) return void socket.destroy();
+      // A child that went away meanwhile: the client sees its connection closed before any answer.
+      children[chosen]!.send({ type: 'loyalty:connection', head: head.toString('latin1') }, socket, (error) => void (error && socket.destroy()));
+    };
+    // Read until the request line is whole (a client may send it in pieces), or as long as no
+    // request line may be (the child's parser then refuses it).
+    let read: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      read = read.length === 0 ? chunk : Buffer.concat([read, chunk]);
+      if (read.includes('\r\n') || read.length >= MAX_REQUEST_LINE_BYTES) handOver(read);
+    };
+    const timer = setTimeout(() => handOver(read), headWaitMs);
+    socket.on('data', onData);
+    socket.once('error', () => void waiting.delete(socket)); // the client went away: nothing to hand over
+    socket.once('close', () => {
+      clearTimeout(timer);
+      waiting.delete(socket);
+    });
+    socket.resume();
+  });
+  return server;
+}
