@@ -19,6 +19,7 @@ import { describeKeys, provisionBusiness, setBusinessPlan } from './provision.js
 import { SERVE_ROLES, type ServeRole, serve } from './serve.js';
 import { cliContext } from './cli-context.js';
 import { textTable } from './text-table.js';
+import { CliError } from './cli-error.js';
 
 /** The package's version (package.json sits two folders up from src/cli and from dist/cli). */
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -41,8 +42,7 @@ function servicesOpener(io: CliIo): CliKit['withServices'] {
   };
 }
 
-/** Thrown for a command that cannot run; the message is printed and the exit code is 1. */
-export class CliError extends Error {}
+export { CliError };
 
 async function resolveBusiness(services: Services, requested: string | undefined): Promise<string> {
   const businesses = await services.queries.access.businesses();

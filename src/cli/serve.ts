@@ -16,6 +16,7 @@ import { createMetrics, type Metrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { boundHeapGrowth } from './heap-growth.js';
+import { cannotListen } from './cli-error.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
 /** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no API (only /healthz, /readyz and /metrics on PORT); `all`: both. */
@@ -47,10 +48,11 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   }
 
   const { services, stopListening } = await startRole(config, role);
+  const close = async () => void (await Promise.all([stopListening(), services.close()]));
   if (role === 'all') await provisionOnFirstStart(services);
   if (role === 'workers') {
     // No API: /healthz (the loops), /readyz and /metrics only, for the container's health check and scraping.
-    const server = listenHttp(services, createApp(services, { opsOnly: true }), undefined, (port) => {
+    const server = await listenHttp(services, createApp(services, { opsOnly: true }), close, (port) => {
       services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
       process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
     });
@@ -58,7 +60,7 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   }
   let draining = false;
   let stopping = false;
-  const server = listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), undefined, (port) => {
+  const server = await listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), close, (port) => {
     services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
     process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
   });
@@ -195,13 +197,28 @@ async function provisionOnFirstStart(services: Services): Promise<void> {
 
 const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
 
-function listenHttp(services: Services, app: App, route: ((local: RequestListener) => RequestListener) | undefined, onListening: (port: number) => void): Server {
+/**
+ * Listens on PORT and HOST; if it cannot (the port is taken, say), runs `close` (what the role
+ * opened) and throws what to do about it, printed as one line (`run-cli.ts`).
+ */
+async function listenHttp(services: Services, app: App, close: () => Promise<void>, onListening: (port: number) => void): Promise<Server> {
   const { port, host } = services.config;
-  const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger, ...(route ? { route } : {}) });
-  server.listen(port, host, () => onListening((server.address() as AddressInfo).port));
+  const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await close();
+    throw cannotListen(error as NodeJS.ErrnoException, host, port);
+  }
+  onListening((server.address() as AddressInfo).port);
   return server;
 }
-
 
 /**
  * Stops accepting connections and lets each open one end after its next answer (which carries

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { cannotListen } from '../cli/cli-error.js';
 import type { Config } from '../config.js';
 import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
@@ -184,8 +185,10 @@ export async function superviseCluster(config: Config, { role, processes, logger
    * connections (a child restarting gets none until it does).
    */
   const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
-  port.on('error', (error) => {
+  port.on('error', (error: NodeJS.ErrnoException) => {
+    const failure = cannotListen(error, config.host, config.port);
     logger.error({ err: error, port: config.port, host: config.host }, 'cannot listen');
+    process.stderr.write(`loyalty: ${failure.message}\n`);
     void stop('listen failed', 1);
   });
 

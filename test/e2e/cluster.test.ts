@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
@@ -248,6 +249,21 @@ describe.runIf(SERVER_MODE)(
       server.signal('SIGTERM');
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
     }, 120_000);
+
+    it('says in one line that the port is taken and exits 1 when another process listens on PORT, its children stopped', async () => {
+      const store = await newStore();
+      const taken = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      try {
+        const port = (taken.address() as AddressInfo).port;
+        const run = await runCli(['serve', '--processes', '2'], { env: { ...store.env, PORT: String(port), HOST: '127.0.0.1' }, dispose: async () => {} });
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(`loyalty: Cannot listen on 127.0.0.1:${port}: another process is listening there. Stop it, or set PORT to a free port.\n`);
+        expect(run.stdout).not.toContain('Listening on');
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
+      }
+    }, 60_000);
 
     it('drains on SIGTERM under keep-alive load: every child answers what it received, the primary exits 0, every applied earn was answered', async () => {
       const store = await newStore();

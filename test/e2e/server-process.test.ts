@@ -1,4 +1,5 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'vitest';
 import {
   api,
@@ -7,6 +8,7 @@ import {
   killProcess,
   printedKeys,
   type ProcessStore,
+  runCli,
   type ServerProcess,
   startServer,
   untilRefused,
@@ -91,6 +93,19 @@ describe('the server process', () => {
     const viaPublicKey = await api(second.baseUrl, 'GET', '/api/v1/tiers', { key: keys.publicKey! });
     expect(viaPublicKey.status).toBe(200);
   }, 120_000);
+
+  it('says in one line that the port is taken and exits 1, without a stack trace, when another process listens on PORT', async ({ onTestFinished, expect }) => {
+    const store = await freshStore();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    onTestFinished(async () => {
+      await new Promise((resolve) => taken.close(resolve));
+      await store.dispose();
+    });
+    const port = (taken.address() as AddressInfo).port;
+    const run = await runCli(['serve'], { env: { ...store.env, PORT: String(port), HOST: '127.0.0.1', LOYALTY_PROCESSES: '1' }, dispose: async () => {} });
+    expect([run.code, run.stderr.trim()]).toEqual([1, `loyalty: Cannot listen on 127.0.0.1:${port}: another process is listening there. Stop it, or set PORT to a free port.`]);
+  }, 60_000);
 
   it('serves the quick start over real HTTP: customer, earn, duplicate reference, summary', async (context) => {
     const { expect } = context;
