@@ -37,11 +37,11 @@ export const DEFAULT_HEAD_WAIT_MS = 2_000;
 /** Past this, what was read is handed over without a request line. */
 const MAX_REQUEST_LINE_BYTES = 16 * 1024;
 
-/** The request line of an HTTP/1 request, when `head` holds it whole. */
+/** The request line of an HTTP/1 request, when `head` holds it whole (ended by CRLF, or a bare LF, which the child's parser then judges). */
 export function requestLine(head: Buffer): { method: string; url: string } | undefined {
-  const end = head.indexOf('\r\n');
+  const end = head.indexOf('\n');
   if (end < 0) return undefined;
-  const match = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/.exec(head.toString('latin1', 0, end));
+  const match = /^([A-Z]+) (\S+) HTTP\/1\.[01]\r?$/.exec(head.toString('latin1', 0, end));
   return match ? { method: match[1]!, url: match[2]! } : undefined;
 }
 
@@ -86,7 +86,7 @@ export function connectionRouter(options: ConnectionRouterOptions): Server {
     let read: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       read = read.length === 0 ? chunk : Buffer.concat([read, chunk]);
-      if (read.includes('\r\n') || read.length >= MAX_REQUEST_LINE_BYTES) handOver(read);
+      if (read.includes('\n') || read.length >= MAX_REQUEST_LINE_BYTES) handOver(read);
     };
     const timer = setTimeout(() => handOver(read), headWaitMs);
     socket.on('data', onData);

@@ -98,6 +98,8 @@ describe('which child a connection goes to', () => {
       url: '/api/v1/customers/cus_1/points/transaction',
     });
     expect(requestLine(Buffer.from('POST /api/v1/customers/cus_1/points/trans'))).toBeUndefined();
+    // A bare LF ends the line too (the child's parser decides what to make of it).
+    expect(requestLine(Buffer.from('GET /healthz HTTP/1.1\nHost: x\n\n'))).toEqual({ method: 'GET', url: '/healthz' });
     expect(requestLine(Buffer.from('\u0016\u0003\u0001 a TLS hello\r\n'))).toBeUndefined();
   });
 
@@ -190,6 +192,14 @@ describe('a connection handed to a child', () => {
       socket.on('connect', () => setTimeout(() => socket.write('GET /late HTTP/1.1\r\nHost: x\r\n\r\n'), 250));
     });
     expect([late.status, late.body.url]).toEqual([200, '/late']);
+  });
+
+  it('is handed over at once when its request line ends with a bare LF, and answered by the child', async () => {
+    const { port } = await instance({ headWaitMs: 5_000 });
+    const started = Date.now();
+    const { answers } = await converse(port, ['GET /bare-lf HTTP/1.1\nHost: x\n\n'], 1);
+    expect(answers.map((a) => a.status)).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('is closed without an answer when no child takes connections (the client may retry: nothing was made)', async () => {
