@@ -68,6 +68,7 @@ export function primaryChannel(): PrimaryChannel {
       case 'loyalty:stopping':
         return stopping.fire();
       case 'loyalty:connection': {
+        if (!handle) return; // the client went away while its socket was on its way
         const connection: [Socket, Buffer] = [handle as Socket, Buffer.from(message.head, 'latin1')];
         if (takeConnection) return takeConnection(...connection);
         return void early.push(connection);
