@@ -49,21 +49,31 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
 
   const { services, stopListening } = await startRole(config, role);
   const close = async () => void (await Promise.all([stopListening(), services.close()]));
-  if (role === 'all') await provisionOnFirstStart(services);
   if (role === 'workers') {
     // No API: /healthz (the loops), /readyz and /metrics only, for the container's health check and scraping.
-    const server = await listenHttp(services, createApp(services, { opsOnly: true }), close, (port) => {
-      services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
-      process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
-    });
+    const server = await listenHttp(services, createApp(services, { opsOnly: true }), close);
+    const port = (server.address() as AddressInfo).port;
+    services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
+    process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
     return stopOnSignal(services, (done) => void Promise.all([stopListening(), stopAccepting(server)]).then(done));
   }
   let draining = false;
   let stopping = false;
-  const server = await listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), close, (port) => {
-    services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
-    process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
-  });
+  const server = await listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), close);
+  // The first business is made once the port is ours: a start that cannot listen leaves an empty
+  // store, whose next start prints the keys. Until then no key exists, so no request gets in.
+  if (role === 'all') {
+    try {
+      await provisionOnFirstStart(services);
+    } catch (error) {
+      server.close();
+      await close();
+      throw error;
+    }
+  }
+  const port = (server.address() as AddressInfo).port;
+  services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
+  process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
   stopOnSignal(
     services,
     (done) => {
@@ -201,7 +211,7 @@ const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
  * Listens on PORT and HOST; if it cannot (the port is taken, say), runs `close` (what the role
  * opened) and throws what to do about it, printed as one line (`run-cli.ts`).
  */
-async function listenHttp(services: Services, app: App, close: () => Promise<void>, onListening: (port: number) => void): Promise<Server> {
+async function listenHttp(services: Services, app: App, close: () => Promise<void>): Promise<Server> {
   const { port, host } = services.config;
   const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger });
   try {
@@ -216,7 +226,6 @@ async function listenHttp(services: Services, app: App, close: () => Promise<voi
     await close();
     throw cannotListen(error as NodeJS.ErrnoException, host, port);
   }
-  onListening((server.address() as AddressInfo).port);
   return server;
 }
 

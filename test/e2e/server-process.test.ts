@@ -94,7 +94,7 @@ describe('the server process', () => {
     expect(viaPublicKey.status).toBe(200);
   }, 120_000);
 
-  it('says in one line that the port is taken and exits 1, without a stack trace, when another process listens on PORT', async ({ onTestFinished, expect }) => {
+  it('says in one line that the port is taken and exits 1, without a stack trace or a business made, when another process listens on PORT', async ({ onTestFinished, expect }) => {
     const store = await freshStore();
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -105,6 +105,11 @@ describe('the server process', () => {
     const port = (taken.address() as AddressInfo).port;
     const run = await runCli(['serve'], { env: { ...store.env, PORT: String(port), HOST: '127.0.0.1', LOYALTY_PROCESSES: '1' }, dispose: async () => {} });
     expect([run.code, run.stderr.trim()]).toEqual([1, `loyalty: Cannot listen on 127.0.0.1:${port}: another process is listening there. Stop it, or set PORT to a free port.`]);
+    // It made nothing: the first start that listens creates the first business and prints its keys.
+    expect(run.stdout).not.toMatch(/sk_live_/);
+    const server = await startServer(store);
+    onTestFinished(async () => void (await killProcess(server.child)));
+    expect(printedKeys(server.stdout).privateKey).toMatch(/^sk_live_/);
   }, 60_000);
 
   it('serves the quick start over real HTTP: customer, earn, duplicate reference, summary', async (context) => {
