@@ -73,12 +73,37 @@ export async function superviseCluster(config: Config, { role, processes, logger
   const apis = Array.from({ length: processes }, (_, i) => child('api', `HTTP process ${i + 1}`));
   const children = [...workers, ...apis];
   const metrics = new MetricsCollector();
+  /**
+   * The port, held here and listened on before any child starts (a start that cannot listen makes
+   * nothing, not even the first business): each connection goes to the child its first request
+   * says (a write to a customer: the customer's owner), else to the next child in turn; only to
+   * children that take connections, and until one does (the instance starting, every child
+   * restarting), it waits here.
+   */
+  const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      port.once('error', reject);
+      port.listen(config.port, config.host, () => {
+        port.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    logger.error({ err: error, port: config.port, host: config.host }, 'cannot listen');
+    throw cannotListen(error as NodeJS.ErrnoException, config.host, config.port);
+  }
+  // Once listening, an error is one connection's that could not be accepted (EMFILE, say): logged, the port stays open.
+  port.on('error', (error) => logger.error({ err: error }, 'a connection could not be accepted'));
   let state: 'starting' | 'running' | 'stopping' = 'starting';
   let cleanExits = true;
 
   // Whoever waits for the children (`until`) looks again whenever one changes.
   const waiting = new Set<() => void>();
-  const changed = () => [...waiting].forEach((check) => check());
+  const changed = () => {
+    port.childrenChanged();
+    [...waiting].forEach((check) => check());
+  };
   const until = (done: () => boolean) =>
     new Promise<void>((resolve) => {
       const check = () => {
@@ -180,19 +205,6 @@ export async function superviseCluster(config: Config, { role, processes, logger
   };
 
   /**
-   * The port, held here: each connection goes to the child its first request says (a write to a
-   * customer: the customer's owner), else to the next child in turn; only to children that take
-   * connections (a child restarting gets none until it does).
-   */
-  const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
-  port.on('error', (error: NodeJS.ErrnoException) => {
-    const failure = cannotListen(error, config.host, config.port);
-    logger.error({ err: error, port: config.port, host: config.host }, 'cannot listen');
-    process.stderr.write(`loyalty: ${failure.message}\n`);
-    void stop('listen failed', 1);
-  });
-
-  /**
    * The drain, in an order that leaves no request unanswered:
    * 1. the port closes: new connections are refused (ECONNREFUSED: never sent, safe to retry
    *    elsewhere); the connections accepted go on being handed over and served;
@@ -213,6 +225,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
       process.exit(1);
     }, STOP_DEADLINE_MS).unref();
     port.close();
+    port.dropHeld();
     for (const c of apis) tell(c, { type: 'loyalty:drain' });
     await until(() => apis.every((c) => !c.worker));
     for (const c of workers) tell(c, { type: 'loyalty:drain' });
@@ -227,8 +240,6 @@ export async function superviseCluster(config: Config, { role, processes, logger
     await until(() => state !== 'starting' || group.every((c) => c.ready));
     if (state !== 'starting') return;
   }
-  await new Promise<void>((resolve) => port.listen(config.port, config.host, resolve));
-  if (state !== 'starting') return;
   state = 'running';
   const { port: listening } = port.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? 'localhost' : config.host;

@@ -60,11 +60,24 @@ export function childForConnection(head: Buffer, taking: ReadonlyArray<boolean>,
   return open.length === 0 ? undefined : open[turn % open.length];
 }
 
-/** A server (not yet listening) that hands each connection it accepts to a child (`childForConnection`). */
-export function connectionRouter(options: ConnectionRouterOptions): Server {
+/**
+ * A server (not yet listening) that hands each connection it accepts to a child
+ * (`childForConnection`). A connection no child can take yet (the instance is starting, or every
+ * child is restarting) is held, read no further, until `childrenChanged()` finds one;
+ * `dropHeld()` closes the held ones (at shutdown: they sent a request line, nothing more was read).
+ */
+export function connectionRouter(options: ConnectionRouterOptions): Server & { childrenChanged(): void; dropHeld(): void } {
   const waiting = new Set<Socket>();
+  const held: Array<{ head: Buffer; socket: Socket }> = [];
   const headWaitMs = options.headWaitMs ?? DEFAULT_HEAD_WAIT_MS;
   let turn = 0;
+  const route = (head: Buffer, socket: Socket) => {
+    const children = options.children();
+    const chosen = childForConnection(head, children.map((c) => c !== undefined), turn++);
+    if (chosen === undefined) return void held.push({ head, socket });
+    // A child that went away meanwhile: the client sees its connection closed before any answer.
+    children[chosen]!.send({ type: 'loyalty:connection', head: head.toString('latin1') }, socket, (error) => void (error && socket.destroy()));
+  };
   const server = createServer({ pauseOnConnect: true }, (socket) => {
     waiting.add(socket);
     const handOver = (head: Buffer) => {
@@ -75,11 +88,7 @@ export function connectionRouter(options: ConnectionRouterOptions): Server {
       // leaves the handle reading, and bytes read here after the socket is sent would be dropped.
       (socket as unknown as { _handle?: { readStop?: () => void } })._handle?.readStop?.();
       socket.pause();
-      const children = options.children();
-      const chosen = childForConnection(head, children.map((c) => c !== undefined), turn++);
-      if (chosen === undefined) return void socket.destroy();
-      // A child that went away meanwhile: the client sees its connection closed before any answer.
-      children[chosen]!.send({ type: 'loyalty:connection', head: head.toString('latin1') }, socket, (error) => void (error && socket.destroy()));
+      route(head, socket);
     };
     // Read until the request line is whole (a client may send it in pieces), or as long as no
     // request line may be (the child's parser then refuses it).
@@ -97,5 +106,12 @@ export function connectionRouter(options: ConnectionRouterOptions): Server {
     });
     socket.resume();
   });
-  return server;
+  return Object.assign(server, {
+    childrenChanged() {
+      for (const { head, socket } of held.splice(0)) if (!socket.destroyed) route(head, socket);
+    },
+    dropHeld() {
+      for (const { socket } of held.splice(0)) socket.destroy();
+    },
+  });
 }

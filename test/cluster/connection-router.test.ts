@@ -31,11 +31,11 @@ async function child(name: string): Promise<ChildProcess> {
 /** A router over two children (child-0, child-1; `taking` says which take connections) on a port of its own. */
 async function instance(options: { headWaitMs?: number; taking?: [boolean, boolean] } = {}) {
   const both = [await child('child-0'), await child('child-1')];
-  const taking = options.taking ?? [true, true];
+  const taking = options.taking ?? [true, true]; // read at each connection: a test may change it
   const router = connectionRouter({ children: () => both.map((c, i) => (taking[i] ? c : undefined)), ...(options.headWaitMs ? { headWaitMs: options.headWaitMs } : {}) });
   servers.push(router);
   await new Promise<void>((resolve) => router.listen(0, '127.0.0.1', resolve));
-  return { port: (router.address() as AddressInfo).port, children: both };
+  return { port: (router.address() as AddressInfo).port, children: both, router };
 }
 
 /** A customer id that hashes to child `index` of 2. */
@@ -202,10 +202,21 @@ describe('a connection handed to a child', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
-  it('is closed without an answer when no child takes connections (the client may retry: nothing was made)', async () => {
-    const { port } = await instance({ taking: [false, false] });
-    const { answers, closed } = await converse(port, ['GET / HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
-    expect([answers, closed]).toEqual([[], true]);
+  it('waits while no child takes connections, and goes to the first that does; at shutdown, is closed unanswered', async () => {
+    const taking: [boolean, boolean] = [false, false];
+    const { port, router } = await instance({ taking });
+    const pending = converse(port, ['GET /waited HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
+    await new Promise((r) => setTimeout(r, 300));
+    taking[1] = true;
+    router.childrenChanged();
+    const { answers } = await pending;
+    expect(answers.map((a) => [a.status, a.body.by, a.body.url])).toEqual([[200, 'child-1', '/waited']]);
+
+    taking[1] = false;
+    const dropped = converse(port, ['GET /dropped HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
+    await new Promise((r) => setTimeout(r, 300));
+    router.dropHeld();
+    expect(await dropped).toEqual({ answers: [], closed: true });
   });
 
   it("lets the child tell when every connection it was given has closed (what its drain waits for)", async () => {

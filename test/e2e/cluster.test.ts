@@ -250,7 +250,7 @@ describe.runIf(SERVER_MODE)(
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
     }, 120_000);
 
-    it('says in one line that the port is taken and exits 1 when another process listens on PORT, its children stopped', async () => {
+    it('says in one line that the port is taken and exits 1 when another process listens on PORT, having started no child', async () => {
       const store = await newStore();
       const taken = createServer();
       await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -259,7 +259,9 @@ describe.runIf(SERVER_MODE)(
         const run = await runCli(['serve', '--processes', '2'], { env: { ...store.env, PORT: String(port), HOST: '127.0.0.1' }, dispose: async () => {} });
         expect(run.code).toBe(1);
         expect(run.stderr).toContain(`loyalty: Cannot listen on 127.0.0.1:${port}: another process is listening there. Stop it, or set PORT to a free port.\n`);
+        // The port is tried first: nothing was started or made, not even the first business.
         expect(run.stdout).not.toContain('Listening on');
+        expect(run.stdout).not.toMatch(/sk_live_/);
       } finally {
         await new Promise((resolve) => taken.close(resolve));
       }
