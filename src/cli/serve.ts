@@ -16,7 +16,7 @@ import { createMetrics, type Metrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { boundHeapGrowth } from './heap-growth.js';
-import { cannotListen } from './cli-error.js';
+import { listenOrSayWhy } from './listen.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
 /** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no API (only /healthz, /readyz and /metrics on PORT); `all`: both. */
@@ -88,7 +88,7 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
 /**
  * A child of a cluster (see cluster-primary.ts): `api` is `serve --role api` without its own
  * "Listening on" line and with the instance's `/metrics`; `workers` is `serve --role workers` that
- * also provisions an empty store. Both shut down when the primary says, in two steps for HTTP.
+ * also provisions an empty store. Both shut down when the primary says.
  */
 async function serveClusterChild(config: Config, role: ChildRole): Promise<void> {
   const channel = primaryChannel();
@@ -207,24 +207,15 @@ async function provisionOnFirstStart(services: Services): Promise<void> {
 
 const shownHost = (host: string) => (host === '0.0.0.0' ? 'localhost' : host);
 
-/**
- * Listens on PORT and HOST; if it cannot (the port is taken, say), runs `close` (what the role
- * opened) and throws what to do about it, printed as one line (`run-cli.ts`).
- */
+/** Listens on PORT and HOST; if it cannot (the port is taken, say), runs `close` (what the role opened) and throws why. */
 async function listenHttp(services: Services, app: App, close: () => Promise<void>): Promise<Server> {
   const { port, host } = services.config;
   const server = createHttpServer(app.fetch, { hostname: host, logger: services.logger });
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listenOrSayWhy(server, port, host);
   } catch (error) {
     await close();
-    throw cannotListen(error as NodeJS.ErrnoException, host, port);
+    throw error;
   }
   return server;
 }

@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { cannotListen } from '../cli/cli-error.js';
+import { listenOrSayWhy } from '../cli/listen.js';
 import type { Config } from '../config.js';
 import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
@@ -47,10 +47,10 @@ export interface ClusterOptions {
  * of one child that is restarted like any other.
  *
  * - Start: the primary checks the database and migrates (one line if it cannot, not one per
- *   child), starts the workers child and waits until it has caught up and, on an empty store,
- *   created the first business and printed its keys (it is the only process that may, so that
- *   happens once), then starts the HTTP children, and once all take connections, listens on the
- *   port and prints "Listening on".
+ *   child), listens on the port, starts the workers child and waits until it has caught up and,
+ *   on an empty store, created the first business and printed its keys (it is the only process
+ *   that may, so that happens once), then starts the HTTP children, and prints "Listening on" once
+ *   all take connections.
  * - The HTTP children write as `--role api` does: each append is signalled with `pg_notify` to
  *   the workers child, and a write answers once the workers' checkpoints have passed it.
  * - A child that dies is restarted after a pause that grows while it keeps dying young.
@@ -81,18 +81,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
    * restarting), it waits here.
    */
   const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      port.once('error', reject);
-      port.listen(config.port, config.host, () => {
-        port.off('error', reject);
-        resolve();
-      });
-    });
-  } catch (error) {
-    logger.error({ err: error, port: config.port, host: config.host }, 'cannot listen');
-    throw cannotListen(error as NodeJS.ErrnoException, config.host, config.port);
-  }
+  await listenOrSayWhy(port, config.port, config.host);
   // Once listening, an error is one connection's that could not be accepted (EMFILE, say): logged, the port stays open.
   port.on('error', (error) => logger.error({ err: error }, 'a connection could not be accepted'));
   let state: 'starting' | 'running' | 'stopping' = 'starting';
