@@ -52,14 +52,26 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   if (role === 'workers') {
     // No API: /healthz (the loops), /readyz and /metrics only, for the container's health check and scraping.
     const server = await listenHttp(services, createApp(services, { opsOnly: true }), close);
+    stopOnSignal(services, (done) => void Promise.all([stopListening(), stopAccepting(server)]).then(done));
     const port = (server.address() as AddressInfo).port;
     services.logger.info({ port, store: services.database.kind, eventLog: config.eventStoreUrl ? 'kurrentdb' : 'postgres' }, 'loyalty workers running');
     process.stdout.write(`Workers running: projections and webhook delivery (health and metrics on http://${shownHost(config.host)}:${port})\n`);
-    return stopOnSignal(services, (done) => void Promise.all([stopListening(), stopAccepting(server)]).then(done));
+    return;
   }
   let draining = false;
   let stopping = false;
   const server = await listenHttp(services, createApp(services, { draining: () => draining, stopping: () => stopping }), close);
+  // Before "Listening on": until a process listens for SIGTERM, the signal's default action kills
+  // it, and a supervisor may send one as soon as it reads that line.
+  stopOnSignal(
+    services,
+    (done) => {
+      draining = true;
+      void stopAccepting(server).then(done);
+      closeIdleAfterGrace(server);
+    },
+    () => (stopping = true),
+  );
   // The first business is made once the port is ours: a start that cannot listen leaves an empty
   // store, whose next start prints the keys. Until then no key exists, so no request gets in.
   if (role === 'all') {
@@ -74,15 +86,6 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   const port = (server.address() as AddressInfo).port;
   services.logger.info({ port, host: config.host, store: services.database.kind }, 'loyalty API listening');
   process.stdout.write(`Listening on http://${shownHost(config.host)}:${port}\n`);
-  stopOnSignal(
-    services,
-    (done) => {
-      draining = true;
-      void stopAccepting(server).then(done);
-      closeIdleAfterGrace(server);
-    },
-    () => (stopping = true),
-  );
 }
 
 /**
