@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { DEFAULT_PROGRAM_SETTINGS } from '../events/program-events.js';
 import { streams } from '../events/streams.js';
-import { insertRows } from '../projections/insert-rows.js';
+import { rowSetInsert } from '../projections/insert-rows.js';
 import { type BatchSpan, CarriedByBusiness } from '../projections/carried-by-business.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projections/projector.js';
 
@@ -121,16 +121,18 @@ function mayBeDueAt(event: ProjectedEvent, batch: Batch, at: number): void {
   }
 }
 
+const insertDue = rowSetInsert('customer_due', { customer_id: 'text', business_id: 'text', due_at: 'timestamptz', revision: 'bigint' }, {
+  onConflict: sql`on conflict (customer_id) do update set
+    due_at = case when excluded.revision > customer_due.revision then least(customer_due.due_at, excluded.due_at) else customer_due.due_at end,
+    revision = greatest(customer_due.revision, excluded.revision)`,
+});
+
 /** Writes the batch's instants: each lowers its customer's, unless the scheduler already decided past its events. */
 async function flush(batch: Batch): Promise<void> {
   if (batch.due.size === 0) return;
   const rows = [...batch.due.values()].map((r) => ({ ...r, due_at: new Date(r.due_at).toISOString() }));
   batch.due.clear();
-  await insertRows(batch.trx, 'customer_due', { customer_id: 'text', business_id: 'text', due_at: 'timestamptz', revision: 'bigint' }, rows, {
-    onConflict: sql`on conflict (customer_id) do update set
-      due_at = case when excluded.revision > customer_due.revision then least(customer_due.due_at, excluded.due_at) else customer_due.due_at end,
-      revision = greatest(customer_due.revision, excluded.revision)`,
-  });
+  await insertDue(batch.trx, rows);
 }
 
 /** Notices now come sooner: each open lot with an expiry and no notice yet may be due earlier. */

@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { streams } from '../events/streams.js';
 import type { Database } from '../db/schema.js';
 import { v5 as uuidv5 } from 'uuid';
-import { insertRows } from '../projections/insert-rows.js';
+import { rowSetInsert } from '../projections/insert-rows.js';
 import { type BatchSpan, CarriedByBusiness } from '../projections/carried-by-business.js';
 import { defineProjector } from '../projections/projector.js';
 import { type AnnouncedEvent, webhookPayloadOf } from './webhook-payloads.js';
@@ -168,12 +168,7 @@ function copyEndpoints(list: Endpoint[]): Endpoint[] {
   return list.map((e) => ({ ...e }));
 }
 
-function insertMessages(trx: Transaction<Database>, messages: readonly Record<string, unknown>[]): Promise<void> {
-  return insertRows(trx, 'webhook_messages', MESSAGE_COLUMNS, messages, {
-    also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
-    onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
-  });
-}
+
 
 /**
  * The endpoint was deleted or disabled: its messages still waiting (queued, or between retries)
@@ -206,3 +201,7 @@ const MESSAGE_COLUMNS = {
   next_attempt_at: 'timestamptz',
   created_at: 'timestamptz',
 };
+const insertMessages = rowSetInsert('webhook_messages', MESSAGE_COLUMNS, {
+  also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
+  onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
+});

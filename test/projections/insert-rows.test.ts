@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertRows } from '../../src/projections/insert-rows.js';
+import { rowSetInsert } from '../../src/projections/insert-rows.js';
 import { openTestDatabase } from '../support/test-database.js';
 
 let handle: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => handle?.close());
 
-describe('insertRows (one array per column, spread by unnest)', () => {
+describe('rowSetInsert (one array per column, spread by unnest)', () => {
   it('stores every value as written, in order, whatever characters its text holds', async () => {
     const awkward = ['plain', 'with "quotes"', 'back\\slash', '{braces},commas', 'NULL', '', '  spaced  ', 'üñí ✓ 🎉', 'new\nline\ttab', '\\"'];
     const rows = awkward.map((name, i) => ({
@@ -26,7 +26,7 @@ describe('insertRows (one array per column, spread by unnest)', () => {
       day: '2026-11-25',
       doc: i === 0 ? null : i === 1 ? undefined : { name, list: [1, [2, 'three'], { four: null }], quote: '"\\' },
     }));
-    await handle.db.transaction().execute((trx) => insertRows(trx, 'insert_rows_probe', COLUMNS, rows, { also: { note: sql`'also'` } }));
+    await handle.db.transaction().execute((trx) => rowSetInsert('insert_rows_probe', COLUMNS, { also: { note: sql`'also'` } })(trx, rows));
 
     const { rows: stored } = await sql<Record<string, unknown>>`
       select name, n::text as n, x::text as x, flag, extract(epoch from at)::int as at, day::text as day, doc, note
@@ -46,20 +46,19 @@ describe('insertRows (one array per column, spread by unnest)', () => {
   });
 
   it('inserts nothing for no rows, and runs its conflict clause for rows already there', async () => {
-    await handle.db.transaction().execute((trx) => insertRows(trx, 'insert_rows_probe', COLUMNS, []));
+    await handle.db.transaction().execute((trx) => rowSetInsert('insert_rows_probe', COLUMNS)(trx, []));
     await sql`create unique index insert_rows_probe_name on insert_rows_probe (name)`.execute(handle.db);
-    await handle.db
-      .transaction()
-      .execute((trx) =>
-        insertRows(trx, 'insert_rows_probe', { name: 'text', n: 'bigint' }, [{ name: 'plain', n: 7 }, { name: 'fresh', n: 8 }], {
-          onConflict: sql`on conflict (name) do update set n = excluded.n`,
-        }),
-      );
-    const { rows } = await sql<{ name: string; n: string }>`select name, n::text as n from insert_rows_probe where name in ('plain', 'fresh') order by name`.execute(
+    // One inserter, compiled on its first run, serves every later one with its own rows.
+    const upsert = rowSetInsert('insert_rows_probe', { name: 'text', n: 'bigint' }, { onConflict: sql`on conflict (name) do update set n = excluded.n` });
+    await handle.db.transaction().execute((trx) => upsert(trx, [{ name: 'plain', n: 7 }]));
+    await handle.db.transaction().execute((trx) => upsert(trx, [{ name: 'fresh', n: 5 }, { name: 'fresh2', n: 9 }]));
+    await handle.db.transaction().execute((trx) => upsert(trx, [{ name: 'fresh', n: 8 }]));
+    const { rows } = await sql<{ name: string; n: string }>`select name, n::text as n from insert_rows_probe where name in ('plain', 'fresh', 'fresh2') order by name`.execute(
       handle.db,
     );
     expect(rows).toEqual([
       { name: 'fresh', n: '8' },
+      { name: 'fresh2', n: '9' },
       { name: 'plain', n: '7' },
     ]);
   });

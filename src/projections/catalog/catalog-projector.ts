@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
-import { insertRows } from '../insert-rows.js';
+import { rowSetInsert } from '../insert-rows.js';
 import { defineProjector, type ProjectedEventOf } from '../projector.js';
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -18,6 +18,7 @@ const REDEMPTION_COLUMNS = {
   metadata: 'jsonb',
   created_at: 'timestamptz',
 };
+const insertRedemptions = rowSetInsert('redemptions', REDEMPTION_COLUMNS, { also: { status: sql`'completed'`, cancelled_at: sql`null` } });
 
 interface Batch {
   trx: Transaction<Database>;
@@ -160,7 +161,7 @@ export const catalogProjector = defineProjector<Batch>({
     RewardStockReturned: setStock,
   },
   async end({ trx, redeemed, cancelled, counts }) {
-    await insertRows(trx, 'redemptions', REDEMPTION_COLUMNS, redeemed, { also: { status: sql`'completed'`, cancelled_at: sql`null` } });
+    await insertRedemptions(trx, redeemed);
     if (cancelled.length > 0) {
       await sql`update redemptions r set status = 'cancelled', cancelled_at = x.cancelled_at
         from jsonb_to_recordset(${JSON.stringify(cancelled)}::jsonb) as x(id text, cancelled_at timestamptz) where r.id = x.id`.execute(trx);

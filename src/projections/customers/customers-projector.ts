@@ -1,11 +1,11 @@
 import { sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
-import { insertRows } from '../insert-rows.js';
+import { rowSetInsert } from '../insert-rows.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
-import { LOT_COLUMNS, LOT_UPSERT, LotBook } from './lot-book.js';
+import { insertLots, LotBook } from './lot-book.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
 function lifetimeEffect(entry: LedgerEntry): Lifetime {
@@ -104,6 +104,13 @@ const TIER_CHANGE_COLUMNS = {
   direction: 'text',
   qualifying_points: 'bigint',
 };
+
+const insertCustomers = rowSetInsert('customers', CUSTOMER_COLUMNS, {
+  also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
+});
+const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS);
+const insertRecordedEvents = rowSetInsert('recorded_events', RECORDED_EVENT_COLUMNS);
+const insertTierChanges = rowSetInsert('tier_changes', TIER_CHANGE_COLUMNS);
 
 interface Batch {
   trx: Transaction<Database>;
@@ -267,14 +274,12 @@ export const customersProjector = defineProjector<Batch>({
     },
   },
   async end({ trx, registered, later, tierChanges, recorded, ledger, net, lots }) {
-    await insertRows(trx, 'customers', CUSTOMER_COLUMNS, registered, {
-      also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
-    });
+    await insertCustomers(trx, registered);
     for (const statement of later) await statement();
-    await insertRows(trx, 'tier_changes', TIER_CHANGE_COLUMNS, tierChanges);
-    await insertRows(trx, 'recorded_events', RECORDED_EVENT_COLUMNS, recorded);
-    await insertRows(trx, 'ledger_entries', LEDGER_COLUMNS, ledger);
-    await insertRows(trx, 'lots', LOT_COLUMNS, lots.rows(), { onConflict: LOT_UPSERT });
+    await insertTierChanges(trx, tierChanges);
+    await insertRecordedEvents(trx, recorded);
+    await insertLedger(trx, ledger);
+    await insertLots(trx, lots.rows());
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     if (net.size > 0) {
       // Arrays, not one JSON document of rows: an `unnest` of parameters is planned for 10 rows and

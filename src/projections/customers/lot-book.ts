@@ -17,6 +17,7 @@ import type { Database, LotRow } from '../../db/schema.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { streams } from '../../events/streams.js';
 import type { ProjectedEvent } from '../projector.js';
+import { rowSetInsert } from '../insert-rows.js';
 
 /**
  * A batch's view of the lots its events touch (CONTRACT.md §13), changed with the decider's own
@@ -234,7 +235,7 @@ function rowOf(lot: Lot, customerId: string, businessId: string): Record<string,
   };
 }
 
-export const LOT_COLUMNS = {
+const LOT_COLUMNS = {
   business_id: 'text',
   customer_id: 'text',
   transaction_id: 'text',
@@ -253,7 +254,9 @@ export const LOT_COLUMNS = {
 };
 
 /** Inserts new lots and overwrites changed ones, in one statement. */
-export const LOT_UPSERT = sql`on conflict (customer_id, transaction_id) do update set
+export const insertLots = rowSetInsert('lots', LOT_COLUMNS, {
+  onConflict: sql`on conflict (customer_id, transaction_id) do update set
   remaining = excluded.remaining, spent = excluded.spent, expired = excluded.expired, reversed = excluded.reversed,
   reversed_from_lot = excluded.reversed_from_lot, status = excluded.status, available_at = excluded.available_at,
-  expires_at = excluded.expires_at, noticed = excluded.noticed, expiries = excluded.expiries`;
+  expires_at = excluded.expires_at, noticed = excluded.noticed, expiries = excluded.expiries`,
+});

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { insertRows } from '../insert-rows.js';
+import { rowSetInsert } from '../insert-rows.js';
 import { type LedgerSource, type LedgerType, ledgerEntryFromEvent } from '../customers/ledger-entry.js';
 import { defineProjector } from '../projector.js';
 
@@ -27,6 +27,12 @@ const COUNTS: Record<LedgerType, { figure: Figure; sign: 1 | -1 } | null> = {
 };
 
 const COLUMNS = { business_id: 'text', day: 'date', issued: 'bigint', redeemed: 'bigint', expired: 'bigint' };
+const insertDays = rowSetInsert('daily_points', COLUMNS, {
+  onConflict: sql`on conflict (business_id, day) do update set
+    issued = daily_points.issued + excluded.issued,
+    redeemed = daily_points.redeemed + excluded.redeemed,
+    expired = daily_points.expired + excluded.expired`,
+});
 
 /**
  * `daily_points`: points issued, redeemed and expired per business and UTC day. A batch sums its
@@ -52,12 +58,7 @@ export const dailyPointsProjector = defineProjector<Batch>({
     },
   },
   async end({ trx, days }) {
-    await insertRows(trx, 'daily_points', COLUMNS, [...days.values()], {
-      onConflict: sql`on conflict (business_id, day) do update set
-        issued = daily_points.issued + excluded.issued,
-        redeemed = daily_points.redeemed + excluded.redeemed,
-        expired = daily_points.expired + excluded.expired`,
-    });
+    await insertDays(trx, [...days.values()]);
   },
 });
 
