@@ -1,21 +1,27 @@
 /**
- * The plainest earn service there is, as a yardstick for this machine: hono + pg, the key compared
- * with a constant, one SQL statement per earn (`update … returning`), no log, no read models, no
- * idempotency. #13 compares the service with it ("the CRUD service is 1.19× the pgbench ceiling"):
- * run it here, beside the pgbench ceiling and the service, to see what a Node HTTP service with one
- * round trip per earn gets out of this machine.
+ * Two yardsticks for this machine, measured beside the service in one run. #13 compares the
+ * service with both:
+ * - the plainest earn service there is: hono + pg, the key compared with a constant, one SQL
+ *   statement per earn (`update … returning`), no log, no read models, no idempotency ("the CRUD
+ *   service is 1.19× the pgbench ceiling"): what a Node HTTP service with one round trip per earn
+ *   gets out of this machine;
+ * - the idiomatic event-sourced alternative: hono and Emmett's PostgreSQL event store with a pure
+ *   decider and no read models (`emmett-reference/server.mjs`; its packages, pinned in its own
+ *   package.json, are installed there on first use, outside the project's dependencies).
  *
- *   tsx scripts/bench/crud-reference.ts [seconds=20] [processes=1,2]
+ *   tsx scripts/bench/crud-reference.ts [seconds=20] [processes=1,2] [services=crud,emmett,service] [spread|hot]
  *
- * prints the pgbench ceiling, then for each process count the CRUD service's and the service's
- * spread earns (1,000 customers, 64 connections, the bench's own load), in one run.
+ * prints the pgbench ceiling, then for each process count each service's earns, in one run: spread
+ * over 1,000 customers on 64 connections (the bench's row 1), or `hot`: one customer on 32
+ * connections (the bench's row 3), with the answers that were not 2xx.
  * `tsx scripts/bench/crud-reference.ts serve <port> <database url> <processes>` is the CRUD service
  * itself (node:cluster when processes > 1).
  */
 import cluster from 'node:cluster';
 import os from 'node:os';
 import path from 'node:path';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
@@ -24,6 +30,8 @@ import { createDatabase, databaseUrl, dropDatabase, measureAppendCeiling, withCl
 import { buildService, initStore, ServerProcess } from './service.js';
 
 const KEY = 'crud-reference-key';
+const EMMETT_KEY = 'emmett-reference-key';
+const EMMETT_DIR = path.join(import.meta.dirname, 'emmett-reference');
 const CUSTOMERS = 1000;
 
 function serveCrud(port: number, url: string, processes: number): void {
@@ -47,17 +55,16 @@ function serveCrud(port: number, url: string, processes: number): void {
   serve({ fetch: app.fetch, port, hostname: '127.0.0.1' });
 }
 
-async function startCrud(url: string, processes: number): Promise<{ url: string; stop(): Promise<void> }> {
+/** Starts a reference service (`args` after node, listening on the port it is given) and waits for its first earn. */
+async function startReference(args: (port: number) => string[], key: string, cwd?: string): Promise<{ url: string; stop(): Promise<void> }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', import.meta.filename, 'serve', String(port), url, String(processes)], {
-    stdio: 'inherit',
-  });
+  const child: ChildProcess = spawn(process.execPath, args(port), { stdio: 'inherit', ...(cwd ? { cwd } : {}) });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     const answer = await fetch(`${base}/api/v1/customers/c-1/points/transaction`, {
       method: 'POST',
-      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-      body: '{"amount":0}',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: '{"type":"earn","amount":1}',
     }).catch(() => null);
     if (answer?.status === 201) break;
     await new Promise((r) => setTimeout(r, 200));
@@ -72,50 +79,89 @@ async function startCrud(url: string, processes: number): Promise<{ url: string;
   };
 }
 
+const startCrud = (url: string, processes: number) =>
+  startReference((port) => ['--import', 'tsx', import.meta.filename, 'serve', String(port), url, String(processes)], KEY);
+
+function startEmmett(url: string, processes: number) {
+  if (!existsSync(path.join(EMMETT_DIR, 'node_modules'))) {
+    console.log('installing the Emmett reference service\'s packages (once)');
+    execFileSync('npm', ['install', '--no-package-lock', '--no-audit', '--no-fund'], { cwd: EMMETT_DIR, stdio: 'inherit' });
+  }
+  return startReference((port) => ['server.mjs', String(port), url, String(processes)], EMMETT_KEY, EMMETT_DIR);
+}
+
 const line = (name: string, r: LoadResult, ceiling: number) =>
   `${name.padEnd(40)} ${r.okPerSecond.toFixed(0).padStart(6)}/s  ${(r.okPerSecond / ceiling).toFixed(2)}× ceiling  p50 ${r.p50} ms  p99 ${r.p99} ms  non-2xx ${r.non2xx}  errors ${r.errors}`;
+
+const hot = process.argv[5] === 'hot';
+
+/** Earns on one service (spread, or on its first customer only when `hot`): a 3 s warm-up, then the measured run. */
+async function measure(name: string, baseUrl: string, key: string, customers: string[], seconds: number, ceiling: number) {
+  const load = { baseUrl, key, customers: hot ? customers.slice(0, 1) : customers, connections: hot ? 32 : 64 };
+  await earnLoad({ ...load, seconds: 3 });
+  console.log(line(`${name}${hot ? ', one hot customer' : ''}`, await earnLoad({ ...load, seconds }), ceiling));
+}
+
+/** Runs `body` on a database of its own, dropped afterwards. */
+async function withDatabase(name: string, body: (db: string) => Promise<void>) {
+  const db = await createDatabase(name);
+  try {
+    await body(db);
+  } finally {
+    await dropDatabase(db);
+  }
+}
+
+const referenceCustomers = Array.from({ length: CUSTOMERS }, (_, i) => `c-${i + 1}`);
+
+const services: Record<string, (processes: number, seconds: number, ceiling: number) => Promise<void>> = {
+  crud: (processes, seconds, ceiling) =>
+    withDatabase('crud', async (db) => {
+      await withClient(async (c) => {
+        await c.query('create table crud_customers (id text primary key, balance bigint not null default 0)');
+        await c.query(`insert into crud_customers (id) select 'c-' || i from generate_series(1, ${CUSTOMERS}) i`);
+        await c.query('vacuum analyze crud_customers');
+      }, db);
+      const crud = await startCrud(databaseUrl(db), processes);
+      try {
+        await measure(`CRUD service, ${processes} process(es)`, crud.url, KEY, referenceCustomers, seconds, ceiling);
+      } finally {
+        await crud.stop();
+      }
+    }),
+  emmett: (processes, seconds, ceiling) =>
+    withDatabase('emmett', async (db) => {
+      const emmett = await startEmmett(databaseUrl(db), processes);
+      try {
+        await measure(`Emmett service, ${processes} process(es)`, emmett.url, EMMETT_KEY, referenceCustomers, seconds, ceiling);
+      } finally {
+        await emmett.stop();
+      }
+    }),
+  service: (processes, seconds, ceiling) =>
+    withDatabase('reference', async (db) => {
+      const store = { databaseUrl: databaseUrl(db) };
+      const keys = await initStore(store);
+      const server = await ServerProcess.start({ store, processes, logFile: path.join(os.tmpdir(), `reference-${db}.log`) });
+      try {
+        const customers = await new Api(server.url, keys.private_key).createCustomers(CUSTOMERS, 'reference');
+        await measure(`the service, ${processes} process(es)`, server.url, keys.private_key, customers, seconds, ceiling);
+      } finally {
+        await server.stop();
+      }
+    }),
+};
 
 async function main() {
   const seconds = Number(process.argv[2] ?? 20);
   const counts = (process.argv[3] ?? '1,2').split(',').map(Number);
+  const names = (process.argv[4] ?? 'crud,emmett,service').split(',');
+  const unknown = names.filter((n) => !(n in services));
+  if (unknown.length) throw new Error(`unknown service(s) ${unknown.join(', ')}: choose among ${Object.keys(services).join(', ')}`);
   await buildService();
-  const tmp = os.tmpdir();
-  const ceiling = await measureAppendCeiling(tmp, 20);
+  const ceiling = await measureAppendCeiling(os.tmpdir(), 20);
   console.log(`pgbench append ceiling: ${ceiling.tps.toFixed(0)} tps; load average ${os.loadavg()[0]!.toFixed(1)}`);
-
-  const crudDb = await createDatabase('crud');
-  try {
-    await withClient(async (c) => {
-      await c.query('create table crud_customers (id text primary key, balance bigint not null default 0)');
-      await c.query(`insert into crud_customers (id) select 'c-' || i from generate_series(1, ${CUSTOMERS}) i`);
-      await c.query('vacuum analyze crud_customers');
-    }, crudDb);
-    const crudCustomers = Array.from({ length: CUSTOMERS }, (_, i) => `c-${i + 1}`);
-    for (const processes of counts) {
-      const crud = await startCrud(databaseUrl(crudDb), processes);
-      await earnLoad({ baseUrl: crud.url, key: KEY, customers: crudCustomers, connections: 64, seconds: 3 });
-      console.log(line(`CRUD service, ${processes} process(es)`, await earnLoad({ baseUrl: crud.url, key: KEY, customers: crudCustomers, connections: 64, seconds }), ceiling.tps));
-      await crud.stop();
-
-      const db = await createDatabase('reference');
-      try {
-        const store = { databaseUrl: databaseUrl(db) };
-        const keys = await initStore(store);
-        const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, `reference-${db}.log`) });
-        try {
-          const customers = await new Api(server.url, keys.private_key).createCustomers(CUSTOMERS, 'reference');
-          await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
-          console.log(line(`the service, ${processes} process(es)`, await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds }), ceiling.tps));
-        } finally {
-          await server.stop();
-        }
-      } finally {
-        await dropDatabase(db);
-      }
-    }
-  } finally {
-    await dropDatabase(crudDb);
-  }
+  for (const processes of counts) for (const name of names) await services[name]!(processes, seconds, ceiling.tps);
 }
 
 if (process.argv[2] === 'serve') serveCrud(Number(process.argv[3]), process.argv[4]!, Number(process.argv[5] ?? 1));
