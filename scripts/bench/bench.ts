@@ -64,7 +64,6 @@ import {
   measureAppendCeiling,
   sampleActivity,
   serverInfo,
-  settlePostgres,
   waitForProjections,
   withClient,
 } from './postgres.js';
@@ -297,9 +296,6 @@ async function main() {
 
   // Row 5: projection rebuild, on a database of its own (the server keeps running meanwhile, idle).
   rows.push(await rebuildRow());
-  // The rebuild leaves a million events' dirty buffers and autovacuum behind it, which the rows
-  // after it measured as theirs (the summary row: 4,466/s right after it, 5,319/s alone, same code).
-  log(`PostgreSQL settled after the rebuild in ${(await settlePostgres()).toFixed(1)} s (checkpoint, autovacuum workers done)`);
 
   // Rows 6 and 6b: a summary, and one customer's row.
   const readRow = async (label: string, path: (id: string) => string, minRate: number, maxP99?: number) => {
@@ -342,12 +338,9 @@ async function main() {
   rows.push(await soak(store, tmp, keys, customers, halfRate, ratio));
 
   // Row 7b: lots due at once, expired by the workers' scheduler while earns go on.
-  log(`PostgreSQL settled after the soak in ${(await settlePostgres()).toFixed(1)} s`);
   rows.push(await lifecycleRow(tmp));
 
-  // Row 8: embedded PGlite (PostgreSQL's server is not used, but what the lifecycle row left it
-  // to do, on the same two cores, would be measured as PGlite's).
-  log(`PostgreSQL settled after the lifecycle row in ${(await settlePostgres()).toFixed(1)} s`);
+  // Row 8: embedded PGlite.
   rows.push(await embedded(tmp, ratio));
 
   const totalSeconds = (performance.now() - started) / 1000;

@@ -42,25 +42,6 @@ export async function dropDatabase(name: string): Promise<void> {
   createdDatabases.delete(name);
 }
 
-/**
- * Lets the server finish what an earlier row left it (the rebuild's million events: dirty buffers,
- * autovacuum of its tables) before the next row measures: a checkpoint, then up to `maxSeconds`
- * for the autovacuum workers to end. Answers the seconds it took, for the log.
- */
-export async function settlePostgres(maxSeconds = 30): Promise<number> {
-  const started = performance.now();
-  await withClient(async (c) => {
-    await c.query('checkpoint');
-    const deadline = started + maxSeconds * 1000;
-    while (performance.now() < deadline) {
-      const { rows } = await c.query<{ n: number }>(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`);
-      if (rows[0]!.n === 0) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  });
-  return (performance.now() - started) / 1000;
-}
-
 export interface ServerInfo {
   version: string;
   settings: Record<string, string>;
