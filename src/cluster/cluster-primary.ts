@@ -7,6 +7,7 @@ import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
 import { CHILD_ROLE_VARIABLE, type ChildRole, isLoyaltyMessage, type ToChild, type ToPrimary } from './cluster-messages.js';
 import { connectionRouter } from './connection-router.js';
+import { refusalLog } from './refusal-log.js';
 import { AFFINITY_VARIABLES } from './customer-affinity.js';
 import { MetricsCollector } from './cluster-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
@@ -80,7 +81,11 @@ export async function superviseCluster(config: Config, { role, processes, logger
    * children that take connections, and until one does (the instance starting, every child
    * restarting), it waits here.
    */
-  const port = connectionRouter({ children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)) });
+  const refusals = refusalLog(logger);
+  const port = connectionRouter({
+    children: () => apis.map((c) => (c.ready && c.worker?.isConnected() ? c.worker : undefined)),
+    onRefused: refusals.count,
+  });
   await listenOrSayWhy(port, config.port, config.host);
   // Once listening, an error is one connection's that could not be accepted (EMFILE, say): logged, the port stays open.
   port.on('error', (error) => logger.error({ err: error }, 'a connection could not be accepted'));
@@ -214,7 +219,8 @@ export async function superviseCluster(config: Config, { role, processes, logger
       process.exit(1);
     }, STOP_DEADLINE_MS).unref();
     port.close();
-    port.dropHeld();
+    port.refuseHeld();
+    refusals.flush();
     for (const c of apis) tell(c, { type: 'loyalty:drain' });
     await until(() => apis.every((c) => !c.worker));
     for (const c of workers) tell(c, { type: 'loyalty:drain' });

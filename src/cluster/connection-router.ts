@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net';
+import { newId } from '../ids.js';
 import { customerWritten, ownerOf } from './customer-affinity.js';
 
 /**
@@ -20,7 +21,16 @@ export interface ConnectionRouterOptions {
   children: () => ReadonlyArray<ConnectionTaker | undefined>;
   /** How long a connection waits here for its request line before it is handed over as it is. */
   headWaitMs?: number;
+  /** How long a connection waits here for a child to take it before it is answered 503 (`DEFAULT_HELD_WAIT_MS`). */
+  heldWaitMs?: number;
+  /** How many connections may wait for a child at once; the next are answered 503 at once (`DEFAULT_MAX_HELD`). */
+  maxHeld?: number;
+  /** Told of each connection answered 503 here, and why. */
+  onRefused?: (reason: RefusalReason) => void;
 }
+
+/** Why a connection was answered 503 by the primary: too many waiting, waited too long, or the instance stopping. */
+export type RefusalReason = 'full' | 'waited' | 'stopping';
 
 /** A child process that takes connections: `Worker.send` or `ChildProcess.send`. */
 export interface ConnectionTaker {
@@ -34,6 +44,8 @@ export interface ConnectionMessage {
 }
 
 export const DEFAULT_HEAD_WAIT_MS = 2_000;
+export const DEFAULT_HELD_WAIT_MS = 10_000;
+export const DEFAULT_MAX_HELD = 1_000;
 /** Past this, what was read is handed over without a request line. */
 const MAX_REQUEST_LINE_BYTES = 16 * 1024;
 
@@ -61,22 +73,77 @@ export function childForConnection(head: Buffer, taking: ReadonlyArray<boolean>,
 }
 
 /**
+ * What the primary answers a connection no child took: 503 `unavailable` in the API's error shape,
+ * `Connection: close` (nothing of the request past its line was read, and none will be).
+ */
+export function refusal(): string {
+  const requestId = newId('request');
+  const body = JSON.stringify({
+    code: 'unavailable',
+    message: 'No process of this instance could take the request (they are starting, restarting or stopping). Nothing was done; retry.',
+    request_id: requestId,
+  });
+  return (
+    'HTTP/1.1 503 Service Unavailable\r\n' +
+    'Content-Type: application/json\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Retry-After: 1\r\n' +
+    `X-Request-Id: ${requestId}\r\n` +
+    'X-Content-Type-Options: nosniff\r\n' +
+    'Connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/** Answers `refusal()` and closes: what the client still sends is read and dropped, so the connection ends when the client ends it, with no reset; after 2 s it is closed regardless. */
+function refuse(socket: Socket): void {
+  if (socket.destroyed) return;
+  const timer = setTimeout(() => socket.destroy(), 2_000);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.on('error', () => socket.destroy());
+  socket.on('data', () => {});
+  socket.resume();
+  socket.end(refusal());
+}
+
+/**
  * A server (not yet listening) that hands each connection it accepts to a child
  * (`childForConnection`). A connection no child can take yet (the instance is starting, or every
- * child is restarting) is held, read no further, until `childrenChanged()` finds one;
- * `dropHeld()` closes the held ones (at shutdown: they sent a request line, nothing more was read).
+ * child is restarting) is held, read no further, until `childrenChanged()` finds one. It is
+ * answered 503 `unavailable` instead when no child takes it within `heldWaitMs`, when `maxHeld`
+ * connections are held already, and at shutdown (`refuseHeld()`): a client never waits without
+ * bound, and the primary never holds connections without bound.
  */
-export function connectionRouter(options: ConnectionRouterOptions): Server & { childrenChanged(): void; dropHeld(): void } {
+export function connectionRouter(options: ConnectionRouterOptions): Server & { childrenChanged(): void; refuseHeld(): void } {
   const waiting = new Set<Socket>();
-  const held: Array<{ head: Buffer; socket: Socket }> = [];
+  const held = new Map<Socket, { head: Buffer; timer: NodeJS.Timeout }>();
   const headWaitMs = options.headWaitMs ?? DEFAULT_HEAD_WAIT_MS;
+  const heldWaitMs = options.heldWaitMs ?? DEFAULT_HELD_WAIT_MS;
+  const maxHeld = options.maxHeld ?? DEFAULT_MAX_HELD;
+  const refused = (socket: Socket, reason: RefusalReason) => {
+    refuse(socket);
+    options.onRefused?.(reason);
+  };
   let turn = 0;
-  const route = (head: Buffer, socket: Socket) => {
+  /** The child to take a connection now, or undefined when none takes connections. */
+  const takerFor = (head: Buffer) => {
     const children = options.children();
     const chosen = childForConnection(head, children.map((c) => c !== undefined), turn++);
-    if (chosen === undefined) return void held.push({ head, socket });
+    return chosen === undefined ? undefined : children[chosen];
+  };
+  const send = (taker: ConnectionTaker, head: Buffer, socket: Socket) =>
     // A child that went away meanwhile: the client sees its connection closed before any answer.
-    children[chosen]!.send({ type: 'loyalty:connection', head: head.toString('latin1') }, socket, (error) => void (error && socket.destroy()));
+    taker.send({ type: 'loyalty:connection', head: head.toString('latin1') }, socket, (error) => void (error && socket.destroy()));
+  const route = (head: Buffer, socket: Socket) => {
+    const taker = takerFor(head);
+    if (taker) return send(taker, head, socket);
+    if (held.size >= maxHeld) return refused(socket, 'full');
+    const timer = setTimeout(() => {
+      held.delete(socket);
+      refused(socket, 'waited');
+    }, heldWaitMs);
+    held.set(socket, { head, timer });
   };
   const server = createServer({ pauseOnConnect: true }, (socket) => {
     waiting.add(socket);
@@ -108,10 +175,20 @@ export function connectionRouter(options: ConnectionRouterOptions): Server & { c
   });
   return Object.assign(server, {
     childrenChanged() {
-      for (const { head, socket } of held.splice(0)) if (!socket.destroyed) route(head, socket);
+      for (const [socket, { head, timer }] of held) {
+        const taker = socket.destroyed ? undefined : takerFor(head);
+        if (!taker && !socket.destroyed) return; // no child takes connections yet: every held one keeps waiting
+        clearTimeout(timer);
+        held.delete(socket);
+        if (taker) send(taker, head, socket);
+      }
     },
-    dropHeld() {
-      for (const { socket } of held.splice(0)) socket.destroy();
+    refuseHeld() {
+      for (const [socket, { timer }] of held) {
+        clearTimeout(timer);
+        refused(socket, 'stopping');
+      }
+      held.clear();
     },
   });
 }

@@ -29,13 +29,15 @@ async function child(name: string): Promise<ChildProcess> {
 }
 
 /** A router over two children (child-0, child-1; `taking` says which take connections) on a port of its own. */
-async function instance(options: { headWaitMs?: number; taking?: [boolean, boolean] } = {}) {
+async function instance(options: { headWaitMs?: number; heldWaitMs?: number; maxHeld?: number; taking?: [boolean, boolean] } = {}) {
   const both = [await child('child-0'), await child('child-1')];
   const taking = options.taking ?? [true, true]; // read at each connection: a test may change it
-  const router = connectionRouter({ children: () => both.map((c, i) => (taking[i] ? c : undefined)), ...(options.headWaitMs ? { headWaitMs: options.headWaitMs } : {}) });
+  const refusals: string[] = [];
+  const { taking: _, ...limits } = options;
+  const router = connectionRouter({ children: () => both.map((c, i) => (taking[i] ? c : undefined)), onRefused: (reason) => refusals.push(reason), ...limits });
   servers.push(router);
   await new Promise<void>((resolve) => router.listen(0, '127.0.0.1', resolve));
-  return { port: (router.address() as AddressInfo).port, children: both, router };
+  return { port: (router.address() as AddressInfo).port, children: both, router, refusals };
 }
 
 /** A customer id that hashes to child `index` of 2. */
@@ -202,21 +204,41 @@ describe('a connection handed to a child', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
-  it('waits while no child takes connections, and goes to the first that does; at shutdown, is closed unanswered', async () => {
+  it('waits while no child takes connections, and goes to the first that does; at shutdown, is answered 503', async () => {
     const taking: [boolean, boolean] = [false, false];
-    const { port, router } = await instance({ taking });
+    const { port, router, refusals } = await instance({ taking });
     const pending = converse(port, ['GET /waited HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
     await new Promise((r) => setTimeout(r, 300));
+    router.childrenChanged(); // still no child: it keeps waiting
+    await new Promise((r) => setTimeout(r, 100));
     taking[1] = true;
     router.childrenChanged();
     const { answers } = await pending;
     expect(answers.map((a) => [a.status, a.body.by, a.body.url])).toEqual([[200, 'child-1', '/waited']]);
 
     taking[1] = false;
-    const dropped = converse(port, ['GET /dropped HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
+    const refused = converse(port, ['GET /refused HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
     await new Promise((r) => setTimeout(r, 300));
-    router.dropHeld();
-    expect(await dropped).toEqual({ answers: [], closed: true });
+    router.refuseHeld();
+    const { answers: [answer] } = await refused;
+    expect(answer).toMatchObject({ status: 503, body: { code: 'unavailable', request_id: expect.stringMatching(/^req_/) } });
+    expect(refusals).toEqual(['stopping']);
+  });
+
+  it('is answered 503 when no child takes it within the wait, or when as many connections wait already; the answer arrives whole, also with a body left unread', async () => {
+    const { port, refusals } = await instance({ taking: [false, false], heldWaitMs: 400, maxHeld: 1 });
+    const started = Date.now();
+    const waited = converse(port, ['GET /waited HTTP/1.1\r\nHost: x\r\n\r\n'], 1);
+    await new Promise((r) => setTimeout(r, 150));
+    // One connection waits already: the next is refused at once, with its 256 KB body still coming.
+    const body = 'x'.repeat(256 * 1024);
+    const full = await converse(port, [`POST /api/v1/customers/c/points/transaction HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n`, body], 1, 5);
+    expect(full.answers.map((a) => [a.status, a.body.code])).toEqual([[503, 'unavailable']]);
+    expect(refusals).toEqual(['full']);
+    const { answers } = await waited;
+    expect(answers.map((a) => [a.status, a.body.code])).toEqual([[503, 'unavailable']]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(refusals).toEqual(['full', 'waited']);
   });
 
   it("lets the child tell when every connection it was given has closed (what its drain waits for)", async () => {
