@@ -153,6 +153,8 @@ export function connectionRouter(options: ConnectionRouterOptions): Server & { c
       if (!waiting.delete(socket)) return;
       // Whatever the client sends next stays in the kernel for the child: net.Socket's pause()
       // leaves the handle reading, and bytes read here after the socket is sent would be dropped.
+      // `readStop` is the handle's own (not public API): the suites of test/cluster and
+      // test/e2e/cluster.test.ts pass on Node 20 and on 26.10, the Dockerfile's.
       (socket as unknown as { _handle?: { readStop?: () => void } })._handle?.readStop?.();
       socket.pause();
       route(head, socket);
