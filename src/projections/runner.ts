@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
@@ -6,6 +6,32 @@ import { BackgroundLoop, type LoopHealth } from '../background-loop.js';
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 import { ProjectorTrack } from './projector-track.js';
+
+/**
+ * A batch's first statement: try each projector's lock (in name order, only for the group's names,
+ * `$1`), then read the held checkpoints under FOR UPDATE, which returns a row's latest committed
+ * version even when another process moved it after this statement's snapshot was taken. Constant
+ * text, like the next: the runner runs both on every batch.
+ */
+const LOCK_CHECKPOINTS = `
+  with tried as materialized (
+    select name, pg_try_advisory_xact_lock(hashtext('projection:' || name)) as locked
+    from unnest($1::text[]) as n(name) order by name
+  ), held as materialized (
+    select name, global_position from projection_checkpoints
+    where name = any(array(select name from tried where locked)) order by name for update
+  )
+  select p.name, coalesce(h.global_position, p.global_position)::text as global_position, h.name is not null as locked
+  from projection_checkpoints p left join held h on h.name = p.name
+  where p.name = any($1::text[]) order by p.name`;
+
+/** Moves the applied projectors' checkpoints (`$3`) to `$1`, and with `$6` (announce) notifies `$4` of the group's lowest, `$5`, at commit. */
+const MOVE_CHECKPOINTS = `
+  with moved as (
+    update projection_checkpoints set global_position = $1, updated_at = $2
+    where name = any($3::text[]) returning 1)
+  select pg_notify($4, $5)
+  from (select count(*) from moved) as m where $6::boolean`;
 
 export interface RunnerOptions {
   batchSize?: number;
@@ -139,17 +165,7 @@ export class ProjectionRunner {
       // One statement: try each projector's lock (in name order, only for this group's names), then
       // read the held checkpoints under FOR UPDATE, which returns a row's latest committed version
       // even when another process moved it after this statement's snapshot was taken.
-      const locks = await sql<{ name: string; locked: boolean; global_position: string }>`
-        with tried as materialized (
-          select name, pg_try_advisory_xact_lock(hashtext('projection:' || name)) as locked
-          from unnest(${names}::text[]) as n(name) order by name
-        ), held as materialized (
-          select name, global_position from projection_checkpoints
-          where name = any(array(select name from tried where locked)) order by name for update
-        )
-        select p.name, coalesce(h.global_position, p.global_position)::text as global_position, h.name is not null as locked
-        from projection_checkpoints p left join held h on h.name = p.name
-        where p.name = any(${names}::text[]) order by p.name`.execute(trx);
+      const locks = await trx.executeQuery<{ name: string; locked: boolean; global_position: string }>(CompiledQuery.raw(LOCK_CHECKPOINTS, [names]));
       const held = locks.rows.filter((r) => r.locked).map((r) => r.name);
       const seen = new Map<string, Checkpoint>(locks.rows.map((r) => [r.name, { globalPosition: BigInt(r.global_position) }]));
       const applied: Array<{ track: ProjectorTrack; count: number }> = [];
@@ -166,11 +182,9 @@ export class ProjectionRunner {
         // With `announce`: every checkpoint of the group as this transaction commits, the lowest
         // being what a write's read-your-writes waits for.
         const lowestAfter = lowest(this.tracks.map((t) => (names.includes(t.name) ? next : (seen.get(t.name) ?? t.position))));
-        await sql`with moved as (
-            update projection_checkpoints set global_position = ${Number(next.globalPosition)}, updated_at = ${new Date()}
-            where name = any(${names}) returning 1)
-          select pg_notify(${PROJECTED_CHANNEL}, ${lowestAfter.globalPosition.toString()})
-          from (select count(*) from moved) as m where ${this.announce}`.execute(trx);
+        await trx.executeQuery(
+          CompiledQuery.raw(MOVE_CHECKPOINTS, [Number(next.globalPosition), new Date(), names, PROJECTED_CHANNEL, lowestAfter.globalPosition.toString(), this.announce]),
+        );
       }
       return { seen, applied, busy: held.length < names.length };
     });

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
+import { precompiled } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
 import { type LogDatabase, withLogTables } from './log-tables.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
@@ -68,10 +69,15 @@ export class PostgresEventStore implements EventStore {
    * PGlite's one connection would wait for ever; and there no other process moves its streams.
    */
   private readonly db: Kysely<LogDatabase>;
+  /** `readAll`'s two statements (the metadata with its hash chain, or without), built once: the projections read on every batch. */
+  private readonly readAllWithChain: ReturnType<typeof readAllQuery>;
+  private readonly readAllWithoutChain: ReturnType<typeof readAllQuery>;
 
   /** `signal`: every batch that writes events sends `APPENDED_CHANNEL` (for workers in other processes). */
   constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean; signal?: boolean } = {}) {
     this.db = withLogTables(db);
+    this.readAllWithChain = readAllQuery(this.db, sql`metadata`);
+    this.readAllWithoutChain = readAllQuery(this.db, sql`metadata - 'prev_hash' - 'hash'`);
     this.redecides = options.redecide ?? false;
     this.signals = options.signal ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
@@ -150,14 +156,8 @@ export class PostgresEventStore implements EventStore {
 
   /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
   async readAll(after: Checkpoint, max: number, options: ReadAllOptions = {}): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
-    const metadata = options.chain === false ? sql<Record<string, unknown>>`metadata - 'prev_hash' - 'hash'` : sql<Record<string, unknown>>`metadata`;
-    const rows = await this.db
-      .selectFrom('events')
-      .select(['global_position', 'stream_id', 'stream_position', 'event_id', 'type', 'data', 'recorded_at', metadata.as('metadata')])
-      .where('global_position', '>', Number(after.globalPosition))
-      .orderBy('global_position')
-      .limit(max)
-      .execute();
+    const read = options.chain === false ? this.readAllWithoutChain : this.readAllWithChain;
+    const rows = await read({ after: Number(after.globalPosition), max });
     const events = rows.map(toStoredEvent);
     return { events, checkpoint: events.at(-1)?.position ?? after };
   }
@@ -205,6 +205,18 @@ export class PostgresEventStore implements EventStore {
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
   }
+}
+
+/** The events after a position, oldest first, at most `max`, with `metadata` as given. */
+function readAllQuery(db: Kysely<LogDatabase>, metadata: RawBuilder<unknown>) {
+  return precompiled<Parameters<typeof toStoredEvent>[0], 'after' | 'max', LogDatabase>(db, (param) =>
+    db
+      .selectFrom('events')
+      .select(['global_position', 'stream_id', 'stream_position', 'event_id', 'type', 'data', 'recorded_at', metadata.as('metadata')])
+      .where('global_position', '>', param('after'))
+      .orderBy('global_position')
+      .limit(param('max')),
+  );
 }
 
 /** Whether PostgreSQL answered with an error (so the transaction rolled back), rather than not answering at all. */

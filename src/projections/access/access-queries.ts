@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { ApiKeyRow, BusinessRow, Database } from '../../db/schema.js';
 import { fetchPage, type PageRequest } from '../page.js';
-import { precompiled } from '../precompiled-query.js';
+import { precompiled } from '../../db/precompiled-query.js';
 
 export interface Principal {
   keyId: string;

@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
 import { rowSetInsert } from '../insert-rows.js';
@@ -111,6 +111,23 @@ const insertCustomers = rowSetInsert('customers', CUSTOMER_COLUMNS, {
 const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS);
 const insertRecordedEvents = rowSetInsert('recorded_events', RECORDED_EVENT_COLUMNS);
 const insertTierChanges = rowSetInsert('tier_changes', TIER_CHANGE_COLUMNS);
+
+/**
+ * A batch's balance changes, one statement for all its customers (a constant: nothing to build per
+ * batch). Arrays, not one JSON document of rows: an `unnest` of parameters is planned for 10 rows
+ * and probes the primary key; a `jsonb_to_recordset` was planned for 100 and hash-joined a scan of
+ * every customer into each batch (docs/performance.md).
+ */
+const APPLY_NETS = `update customers c set
+    points_balance = coalesce(x.balance, c.points_balance),
+    lifetime_earned = c.lifetime_earned + x.earned,
+    lifetime_redeemed = c.lifetime_redeemed + x.redeemed,
+    lifetime_expired = c.lifetime_expired + x.expired,
+    points_pending = c.points_pending + x.pending,
+    updated_at = coalesce(x.updated_at, c.updated_at)
+  from unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::timestamptz[])
+    as x(id, balance, earned, redeemed, expired, pending, updated_at)
+  where c.id = x.id`;
 
 interface Batch {
   trx: Transaction<Database>;
@@ -282,23 +299,19 @@ export const customersProjector = defineProjector<Batch>({
     await insertLots(trx, lots.rows());
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     if (net.size > 0) {
-      // Arrays, not one JSON document of rows: an `unnest` of parameters is planned for 10 rows and
-      // probes the primary key; a `jsonb_to_recordset` was planned for 100 and hash-joined a scan
-      // of every customer into each batch (docs/performance.md).
       const nets = [...net.values()];
       const column = <T>(pick: (n: (typeof nets)[number]) => T) => nets.map(pick);
-      await sql`update customers c set
-          points_balance = coalesce(x.balance, c.points_balance),
-          lifetime_earned = c.lifetime_earned + x.earned,
-          lifetime_redeemed = c.lifetime_redeemed + x.redeemed,
-          lifetime_expired = c.lifetime_expired + x.expired,
-          points_pending = c.points_pending + x.pending,
-          updated_at = coalesce(x.updated_at, c.updated_at)
-        from unnest(${column((n) => n.id)}::text[], ${column((n) => n.balance)}::int8[], ${column((n) => n.earned)}::int8[],
-                    ${column((n) => n.redeemed)}::int8[], ${column((n) => n.expired)}::int8[], ${column((n) => n.pending)}::int8[],
-                    ${column((n) => n.updated_at)}::timestamptz[])
-          as x(id, balance, earned, redeemed, expired, pending, updated_at)
-        where c.id = x.id`.execute(trx);
+      await trx.executeQuery(
+        CompiledQuery.raw(APPLY_NETS, [
+          column((n) => n.id),
+          column((n) => n.balance),
+          column((n) => n.earned),
+          column((n) => n.redeemed),
+          column((n) => n.expired),
+          column((n) => n.pending),
+          column((n) => n.updated_at),
+        ]),
+      );
     }
     const expiring = lots.expiryChanged();
     if (expiring.length > 0) await refreshNextExpiring(trx, expiring);

@@ -1,7 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { CustomerRow, Database, LedgerEntryRow, TierRow } from '../../db/schema.js';
 import { customerScope, fetchPage, type PageRequest } from '../page.js';
-import { precompiled } from '../precompiled-query.js';
+import { precompiled } from '../../db/precompiled-query.js';
 import { batched } from '../../db/batched.js';
 
 /** How many of the newest balance changes a summary shows. */

@@ -1,5 +1,5 @@
 import type { Compilable, Kysely } from 'kysely';
-import type { Database } from '../db/schema.js';
+import type { Database } from './schema.js';
 
 const MARK = '\u0000precompiled:';
 
@@ -13,8 +13,8 @@ const MARK = '\u0000precompiled:';
  * const byId = precompiled(db, (param) => db.selectFrom('tiers').selectAll().where('id', '=', param('id')));
  * const rows = await byId({ id });
  */
-export function precompiled<Row, Name extends string = string>(
-  db: Kysely<Database>,
+export function precompiled<Row, Name extends string = string, DB = Database>(
+  db: Kysely<DB>,
   build: (param: (name: Name) => any) => Compilable<Row>,
 ): (values: Record<Name, unknown>) => Promise<Row[]> {
   const compiled = build((name) => `${MARK}${name}`).compile();
