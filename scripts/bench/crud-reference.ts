@@ -114,6 +114,15 @@ async function withDatabase(name: string, body: (db: string) => Promise<void>) {
 
 const referenceCustomers = Array.from({ length: CUSTOMERS }, (_, i) => `c-${i + 1}`);
 
+/** Earns on a started reference service (its customers need no creating), which is stopped afterwards. */
+async function measureReference(name: string, reference: { url: string; stop(): Promise<void> }, key: string, seconds: number, ceiling: number) {
+  try {
+    await measure(name, reference.url, key, referenceCustomers, seconds, ceiling);
+  } finally {
+    await reference.stop();
+  }
+}
+
 const services: Record<string, (processes: number, seconds: number, ceiling: number) => Promise<void>> = {
   crud: (processes, seconds, ceiling) =>
     withDatabase('crud', async (db) => {
@@ -122,22 +131,12 @@ const services: Record<string, (processes: number, seconds: number, ceiling: num
         await c.query(`insert into crud_customers (id) select 'c-' || i from generate_series(1, ${CUSTOMERS}) i`);
         await c.query('vacuum analyze crud_customers');
       }, db);
-      const crud = await startCrud(databaseUrl(db), processes);
-      try {
-        await measure(`CRUD service, ${processes} process(es)`, crud.url, KEY, referenceCustomers, seconds, ceiling);
-      } finally {
-        await crud.stop();
-      }
+      await measureReference(`CRUD service, ${processes} process(es)`, await startCrud(databaseUrl(db), processes), KEY, seconds, ceiling);
     }),
   emmett: (processes, seconds, ceiling) =>
-    withDatabase('emmett', async (db) => {
-      const emmett = await startEmmett(databaseUrl(db), processes);
-      try {
-        await measure(`Emmett service, ${processes} process(es)`, emmett.url, EMMETT_KEY, referenceCustomers, seconds, ceiling);
-      } finally {
-        await emmett.stop();
-      }
-    }),
+    withDatabase('emmett', async (db) =>
+      measureReference(`Emmett service, ${processes} process(es)`, await startEmmett(databaseUrl(db), processes), EMMETT_KEY, seconds, ceiling),
+    ),
   service: (processes, seconds, ceiling) =>
     withDatabase('reference', async (db) => {
       const store = { databaseUrl: databaseUrl(db) };

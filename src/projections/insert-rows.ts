@@ -1,4 +1,5 @@
-import { type CompiledQuery, type RawBuilder, sql, type Transaction } from 'kysely';
+import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { compiledOnce } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
 
 /** A column of a row-set insert and its SQL type (both constants of the code, never input). */
@@ -9,9 +10,6 @@ export interface RowSetInsertOptions {
   onConflict?: RawBuilder<unknown>;
   also?: Record<string, RawBuilder<unknown>>;
 }
-
-/** Stands in for a column's array while the statement is compiled (a parameter no caller can send: it holds a NUL). */
-const COLUMN_SLOT = '\u0000column:';
 
 /**
  * Inserts any number of rows in ONE statement with one parameter per column: each column travels
@@ -38,20 +36,16 @@ const COLUMN_SLOT = '\u0000column:';
  * await insertLedger(trx, rows);
  */
 export function rowSetInsert(table: string, columns: Columns, options: RowSetInsertOptions = {}) {
-  let compiled: CompiledQuery | undefined;
-  let slots: Array<string | undefined> = [];
+  let withArrays: ReturnType<typeof compiledOnce<string>> | undefined;
   return async (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): Promise<void> => {
     if (rows.length === 0) return;
-    if (!compiled) {
-      compiled = statement(table, columns, options).compile(trx);
-      slots = compiled.parameters.map((p) => (typeof p === 'string' && p.startsWith(COLUMN_SLOT) ? p.slice(COLUMN_SLOT.length) : undefined));
-    }
-    const parameters = compiled.parameters.map((p, i) => (slots[i] === undefined ? p : arrayLiteral(rows, slots[i]!, columns[slots[i]!]!)));
-    await trx.executeQuery({ ...compiled, parameters });
+    withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
+    await trx.executeQuery(withArrays((column) => arrayLiteral(rows, column, columns[column]!)));
   };
 }
 
-function statement(table: string, columns: Columns, options: RowSetInsertOptions) {
+/** The insert, with each column's array in the place `column(name)` gives it. */
+function statement(table: string, columns: Columns, options: RowSetInsertOptions, column: (name: string) => unknown) {
   const names = Object.keys(columns);
   const extra = Object.entries(options.also ?? {});
   const target = sql.raw([...names, ...extra.map(([n]) => n)].join(', '));
@@ -61,7 +55,7 @@ function statement(table: string, columns: Columns, options: RowSetInsertOptions
     ...names.map((n) => (isJson(columns[n]!) ? sql`${sql.ref(`x.${n}`)}::${sql.raw(columns[n]!)}` : sql.ref(`x.${n}`))),
     ...extra.map(([, v]) => v),
   ]);
-  const arrays = sql.join(names.map((n) => sql`${`${COLUMN_SLOT}${n}`}::${sql.raw(isJson(columns[n]!) ? 'text[]' : `${columns[n]}[]`)}`));
+  const arrays = sql.join(names.map((n) => sql`${column(n)}::${sql.raw(isJson(columns[n]!) ? 'text[]' : `${columns[n]}[]`)}`));
   return sql`insert into ${sql.table(table)} (${target})
     select ${values} from unnest(${arrays}) with ordinality as x(${sql.raw(names.join(', '))}, insert_rows_order)
     order by x.insert_rows_order ${options.onConflict ?? sql``}`;
