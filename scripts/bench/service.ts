@@ -21,14 +21,14 @@ const CLI = SERVER_MODE === 'dist' ? ['dist/cli.js'] : ['--import', 'tsx', 'src/
 export const cliCommand = (): string[] => [process.execPath, ...CLI];
 
 /** `npm run build` when the server runs from dist/. */
-export async function buildService(): Promise<void> {
+export async function buildService(root = REPO_ROOT): Promise<void> {
   if (SERVER_MODE !== 'dist') return;
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   try {
-    await run(npm, ['run', 'build', '--silent'], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    await run(npm, ['run', 'build', '--silent'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
   } catch (error) {
     // tsc still emits on type errors; only a missing entry point stops the bench.
-    if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) throw error;
+    if (!existsSync(path.join(root, 'dist', 'cli.js'))) throw error;
     process.stderr.write(`[bench] npm run build reported errors; running the emitted dist/ anyway:\n${(error as { stdout?: string }).stdout ?? ''}\n`);
   }
 }
@@ -51,10 +51,10 @@ export interface Keys {
   public_key: string;
 }
 
-/** `loyalty init --json`: the first business and its keys, created before the server starts. */
-export async function initStore(store: Store): Promise<Keys> {
+/** `loyalty init --json`: the first business and its keys, created before the server starts (by the checkout at `root`). */
+export async function initStore(store: Store, root = REPO_ROOT): Promise<Keys> {
   const { stdout } = await run(process.execPath, [...CLI, 'init', '--json'], {
-    cwd: REPO_ROOT,
+    cwd: root,
     env: { ...storeEnv(store), LOG_LEVEL: 'warn' },
   });
   return JSON.parse(stdout) as Keys;
@@ -82,6 +82,8 @@ export interface ServerOptions {
   processes?: number | 'default';
   /** Where the server's stdout and stderr go. */
   logFile: string;
+  /** The checkout whose service runs (default: this one); built already, when it runs from dist/. */
+  root?: string;
 }
 
 /** The service running as its own process (`loyalty serve`), on a free port of 127.0.0.1. */
@@ -104,7 +106,7 @@ export class ServerProcess {
     const from = statSync(options.logFile).size;
     const processes = options.processes === 'default' ? [] : ['--processes', String(options.processes ?? 1)];
     const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes], {
-      cwd: REPO_ROOT,
+      cwd: options.root ?? REPO_ROOT,
       env: {
         ...storeEnv(options.store),
         PORT: '0',

@@ -3,6 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { withDeferredWrites } from './deferred-writes.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { withQueryDeadline } from './query-deadline.js';
 import type { PlanRefresh } from './prepared-statements.js';
@@ -68,7 +69,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // between two queries of a transaction emits on itself, which needs its own listener.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger, prepareThreshold: options.prepareThreshold, planRefresh: options.planRefresh }) }) });
+    const db = new Kysely<Database>({ dialect: withDeferredWrites(new PostgresDialect({ pool: withQueryDeadline(pool, { timeoutMs, logger: options.logger, prepareThreshold: options.prepareThreshold, planRefresh: options.planRefresh }) })) });
     return { db, kind: 'postgres', url: options.databaseUrl, close: () => db.destroy() };
   }
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
@@ -76,7 +77,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
   });
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  const db = new Kysely<Database>({ dialect: withDeferredWrites(new PGliteDialect(pglite)) });
   return { db, kind: 'pglite', close: () => db.destroy() };
 }
 

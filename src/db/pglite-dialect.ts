@@ -81,10 +81,25 @@ class PGliteDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`savepoint ${identifier(name)}`));
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`rollback to savepoint ${identifier(name)}`));
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(`release savepoint ${identifier(name)}`));
+  }
+
   async destroy(): Promise<void> {
     await this.pglite.close();
   }
 }
+
+/** A name as a quoted SQL identifier. */
+const identifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 class PGliteConnection implements DatabaseConnection {
   constructor(private readonly pglite: PGlite) {}

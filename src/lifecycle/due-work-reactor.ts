@@ -122,6 +122,7 @@ function mayBeDueAt(event: ProjectedEvent, batch: Batch, at: number): void {
 }
 
 const insertDue = rowSetInsert('customer_due', { customer_id: 'text', business_id: 'text', due_at: 'timestamptz', revision: 'bigint' }, {
+  deferred: true,
   onConflict: sql`on conflict (customer_id) do update set
     due_at = case when excluded.revision > customer_due.revision then least(customer_due.due_at, excluded.due_at) else customer_due.due_at end,
     revision = greatest(customer_due.revision, excluded.revision)`,

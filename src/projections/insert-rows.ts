@@ -1,4 +1,5 @@
 import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { deferredWrite } from '../db/deferred-writes.js';
 import { compiledOnce } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
 
@@ -9,6 +10,11 @@ export type Columns = Record<string, string>;
 export interface RowSetInsertOptions {
   onConflict?: RawBuilder<unknown>;
   also?: Record<string, RawBuilder<unknown>>;
+  /**
+   * The insert may wait for the transaction's next statement and travel with it
+   * (`deferredWrite`): only where no later deferred write of the batch reads or changes its rows.
+   */
+  deferred?: boolean;
 }
 
 /**
@@ -40,7 +46,8 @@ export function rowSetInsert(table: string, columns: Columns, options: RowSetIns
   return async (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): Promise<void> => {
     if (rows.length === 0) return;
     withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
-    await trx.executeQuery(withArrays((column) => arrayLiteral(rows, column, columns[column]!)));
+    const query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
+    await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
   };
 }
 

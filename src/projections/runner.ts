@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { deferredWrite } from '../db/deferred-writes.js';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
 import { BackgroundLoop, type LoopHealth } from '../background-loop.js';
@@ -25,13 +26,17 @@ const LOCK_CHECKPOINTS = `
   from projection_checkpoints p left join held h on h.name = p.name
   where p.name = any($1::text[]) order by p.name`;
 
-/** Moves the applied projectors' checkpoints (`$3`) to `$1`, and with `$6` (announce) notifies `$4` of the group's lowest, `$5`, at commit. */
+/**
+ * Moves the applied projectors' checkpoints (`$3`) to `$1`, and with `$6` (announce) notifies `$4`
+ * of the group's lowest, `$5`, at commit. A plain update, so it travels with the batch's deferred
+ * writes (`deferredWrite`); the notification is in what it returns, which PostgreSQL computes for
+ * every row it updates even when nobody reads it, and sends once (a transaction's notifications
+ * with the same channel and payload are one).
+ */
 const MOVE_CHECKPOINTS = `
-  with moved as (
-    update projection_checkpoints set global_position = $1, updated_at = $2
-    where name = any($3::text[]) returning 1)
-  select pg_notify($4, $5)
-  from (select count(*) from moved) as m where $6::boolean`;
+  update projection_checkpoints set global_position = $1, updated_at = $2
+  where name = any($3::text[])
+  returning case when $6::boolean then pg_notify($4, $5) end`;
 
 export interface RunnerOptions {
   batchSize?: number;
@@ -183,7 +188,9 @@ export class ProjectionRunner {
         // being what a write's read-your-writes waits for.
         const lowestAfter = lowest(this.tracks.map((t) => (names.includes(t.name) ? next : (seen.get(t.name) ?? t.position))));
         await trx.executeQuery(
-          CompiledQuery.raw(MOVE_CHECKPOINTS, [Number(next.globalPosition), new Date(), names, PROJECTED_CHANNEL, lowestAfter.globalPosition.toString(), this.announce]),
+          deferredWrite(
+            CompiledQuery.raw(MOVE_CHECKPOINTS, [Number(next.globalPosition), new Date(), names, PROJECTED_CHANNEL, lowestAfter.globalPosition.toString(), this.announce]),
+          ),
         );
       }
       return { seen, applied, busy: held.length < names.length };

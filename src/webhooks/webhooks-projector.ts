@@ -202,6 +202,7 @@ const MESSAGE_COLUMNS = {
   created_at: 'timestamptz',
 };
 const insertMessages = rowSetInsert('webhook_messages', MESSAGE_COLUMNS, {
+  deferred: true,
   also: { status: sql`'pending'`, attempts: sql`0`, locked_until: sql`null`, delivered_at: sql`null` },
   onConflict: sql`on conflict (webhook_id, source_event_id, event_type) do nothing`,
 });

@@ -18,7 +18,7 @@ const REDEMPTION_COLUMNS = {
   metadata: 'jsonb',
   created_at: 'timestamptz',
 };
-const insertRedemptions = rowSetInsert('redemptions', REDEMPTION_COLUMNS, { also: { status: sql`'completed'`, cancelled_at: sql`null` } });
+const insertRedemptions = rowSetInsert('redemptions', REDEMPTION_COLUMNS, { deferred: true, also: { status: sql`'completed'`, cancelled_at: sql`null` } });
 
 interface Batch {
   trx: Transaction<Database>;

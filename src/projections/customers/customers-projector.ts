@@ -1,6 +1,7 @@
 import { CompiledQuery, sql, type Transaction } from 'kysely';
 import { streams } from '../../events/streams.js';
 import type { Database } from '../../db/schema.js';
+import { deferredWrite } from '../../db/deferred-writes.js';
 import { rowSetInsert } from '../insert-rows.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
 import type { LotShare } from '../../events/customer-events.js';
@@ -108,9 +109,11 @@ const TIER_CHANGE_COLUMNS = {
 const insertCustomers = rowSetInsert('customers', CUSTOMER_COLUMNS, {
   also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
 });
-const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS);
-const insertRecordedEvents = rowSetInsert('recorded_events', RECORDED_EVENT_COLUMNS);
-const insertTierChanges = rowSetInsert('tier_changes', TIER_CHANGE_COLUMNS);
+// Deferred (`deferredWrite`): they travel with the batch's next statement. Not the customers'
+// insert: the profile, tier and balance statements after it change the rows it makes.
+const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS, { deferred: true });
+const insertRecordedEvents = rowSetInsert('recorded_events', RECORDED_EVENT_COLUMNS, { deferred: true });
+const insertTierChanges = rowSetInsert('tier_changes', TIER_CHANGE_COLUMNS, { deferred: true });
 
 /**
  * A batch's balance changes, one statement for all its customers (a constant: nothing to build per
@@ -302,7 +305,7 @@ export const customersProjector = defineProjector<Batch>({
       const nets = [...net.values()];
       const column = <T>(pick: (n: (typeof nets)[number]) => T) => nets.map(pick);
       await trx.executeQuery(
-        CompiledQuery.raw(APPLY_NETS, [
+        deferredWrite(CompiledQuery.raw(APPLY_NETS, [
           column((n) => n.id),
           column((n) => n.balance),
           column((n) => n.earned),
@@ -310,7 +313,7 @@ export const customersProjector = defineProjector<Batch>({
           column((n) => n.expired),
           column((n) => n.pending),
           column((n) => n.updated_at),
-        ]),
+        ])),
       );
     }
     const expiring = lots.expiryChanged();

@@ -255,6 +255,7 @@ const LOT_COLUMNS = {
 
 /** Inserts new lots and overwrites changed ones, in one statement. */
 export const insertLots = rowSetInsert('lots', LOT_COLUMNS, {
+  deferred: true,
   onConflict: sql`on conflict (customer_id, transaction_id) do update set
   remaining = excluded.remaining, spent = excluded.spent, expired = excluded.expired, reversed = excluded.reversed,
   reversed_from_lot = excluded.reversed_from_lot, status = excluded.status, available_at = excluded.available_at,

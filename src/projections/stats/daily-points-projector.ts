@@ -28,6 +28,7 @@ const COUNTS: Record<LedgerType, { figure: Figure; sign: 1 | -1 } | null> = {
 
 const COLUMNS = { business_id: 'text', day: 'date', issued: 'bigint', redeemed: 'bigint', expired: 'bigint' };
 const insertDays = rowSetInsert('daily_points', COLUMNS, {
+  deferred: true,
   onConflict: sql`on conflict (business_id, day) do update set
     issued = daily_points.issued + excluded.issued,
     redeemed = daily_points.redeemed + excluded.redeemed,

@@ -1,0 +1,189 @@
+import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type TransactionSettings } from 'kysely';
+
+/** The queries marked with `deferredWrite`: compiled objects, so the mark costs nothing to test and goes with them. */
+const deferrable = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks a write that may wait, inside a transaction, for the next statement of that transaction
+ * that cannot: writes waiting together travel as ONE statement (each a `with` clause of it), so a
+ * projection batch that writes four tables and moves its checkpoints spends one round trip on it
+ * instead of five. On these machines a round trip costs more than the statement's own work
+ * (docs/performance.md).
+ *
+ * Only for a plain `insert`, `update` or `delete` (no `with` of its own) whose result nobody reads
+ * (it answers no rows), and which neither reads nor changes rows that an earlier deferred write of
+ * the same transaction may have changed: the writes of one statement see the same snapshot, and
+ * none sees another's effect. Every other statement of the transaction (a read, a write not
+ * marked, the commit) sends the waiting writes first, so it sees them as if each had run alone.
+ * Outside a transaction a marked write runs at once. A failing write fails the statement that
+ * carried it, and the transaction with it.
+ *
+ * @example
+ * await trx.executeQuery(deferredWrite(CompiledQuery.raw('update customers set … where id = $1', [id])));
+ */
+export function deferredWrite(query: CompiledQuery): CompiledQuery {
+  deferrable.add(query);
+  return query;
+}
+
+/** A dialect whose transactions hold `deferredWrite`s until their next other statement (see there). */
+export function withDeferredWrites(dialect: Dialect): Dialect {
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createDriver: () => new DeferringDriver(dialect.createDriver()),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+  };
+}
+
+type Compile = Parameters<NonNullable<Driver['savepoint']>>[2];
+
+function savepoints(driver: Driver): Driver {
+  if (!driver.savepoint || !driver.rollbackToSavepoint || !driver.releaseSavepoint) throw new Error('this dialect has no savepoints');
+  return driver;
+}
+
+class DeferringDriver implements Driver {
+  private readonly wrapped = new WeakMap<DatabaseConnection, DeferringConnection>();
+
+  constructor(private readonly inner: Driver) {}
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await this.inner.acquireConnection();
+    let deferring = this.wrapped.get(connection);
+    if (!deferring) this.wrapped.set(connection, (deferring = new DeferringConnection(connection)));
+    return deferring;
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    const deferring = connection as DeferringConnection;
+    await this.inner.beginTransaction(deferring.inner, settings);
+    deferring.inTransaction = true;
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const deferring = connection as DeferringConnection;
+    await deferring.flush();
+    deferring.inTransaction = false;
+    await this.inner.commitTransaction(deferring.inner);
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const deferring = connection as DeferringConnection;
+    deferring.discard();
+    await this.inner.rollbackTransaction(deferring.inner);
+  }
+
+  // Savepoints go through the deferring connection, so the writes before one are sent before it.
+  async savepoint(connection: DatabaseConnection, name: string, compile: Compile): Promise<void> {
+    await savepoints(this.inner).savepoint!(connection, name, compile);
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string, compile: Compile): Promise<void> {
+    await savepoints(this.inner).rollbackToSavepoint!(connection, name, compile);
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string, compile: Compile): Promise<void> {
+    await savepoints(this.inner).releaseSavepoint!(connection, name, compile);
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    const deferring = connection as DeferringConnection;
+    deferring.discard();
+    await this.inner.releaseConnection(deferring.inner);
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+}
+
+const NO_ROWS: QueryResult<never> = Object.freeze({ rows: [] as never[] });
+
+class DeferringConnection implements DatabaseConnection {
+  inTransaction = false;
+  private waiting: CompiledQuery[] = [];
+
+  constructor(readonly inner: DatabaseConnection) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.inTransaction && deferrable.has(query)) {
+      this.waiting.push(query);
+      return NO_ROWS;
+    }
+    await this.flush();
+    return this.inner.executeQuery<R>(query);
+  }
+
+  async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    await this.flush();
+    yield* this.inner.streamQuery<R>(query, chunkSize);
+  }
+
+  /** Sends the waiting writes, as one statement when there are several. */
+  async flush(): Promise<void> {
+    if (this.waiting.length === 0) return;
+    const writes = this.waiting;
+    this.waiting = [];
+    await this.inner.executeQuery(writes.length === 1 ? writes[0]! : combined(writes));
+  }
+
+  /** Forgets the waiting writes: their transaction ends without them (a rollback). */
+  discard(): void {
+    this.waiting = [];
+    this.inTransaction = false;
+  }
+}
+
+/** How many different combinations' texts are kept (the projections have a handful). */
+const MAX_TEXTS = 256;
+interface TextNode {
+  text?: string;
+  next: Map<string, TextNode>;
+}
+const texts: TextNode = { next: new Map() };
+let textCount = 0;
+
+/**
+ * The writes as one statement: `with w1 as (<first>), w2 as (<second, its $n renumbered>) select null`.
+ * PostgreSQL runs every data-modifying `with` clause exactly once and to its end, read or not.
+ */
+export function combined(writes: readonly CompiledQuery[]): CompiledQuery {
+  return CompiledQuery.raw(
+    combinedText(writes),
+    writes.flatMap((w) => w.parameters),
+  );
+}
+
+function combinedText(writes: readonly CompiledQuery[]): string {
+  let node = texts;
+  for (const write of writes) {
+    let next = node.next.get(write.sql);
+    if (!next) {
+      if (textCount >= MAX_TEXTS) return buildText(writes);
+      node.next.set(write.sql, (next = { next: new Map() }));
+    }
+    node = next;
+  }
+  if (node.text === undefined) {
+    node.text = buildText(writes);
+    textCount++;
+  }
+  return node.text;
+}
+
+function buildText(writes: readonly CompiledQuery[]): string {
+  let offset = 0;
+  const clauses = writes.map((write, i) => {
+    if (/^\s*with\b/i.test(write.sql)) throw new Error(`a deferred write has a with clause of its own, which cannot be nested: ${write.sql.slice(0, 80)}`);
+    const shift = offset;
+    offset += write.parameters.length;
+    const text = shift === 0 ? write.sql : write.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + shift}`);
+    return `deferred_${i + 1} as (${text})`;
+  });
+  return `with ${clauses.join(',\n')}\nselect null`;
+}
