@@ -3,22 +3,30 @@
  * turns: earns on A, then B, then B, then A (ABBA), for several rounds. On a machine whose speed
  * drifts by 15–25% from one minute to the next (docs/performance.md), two runs of the whole bench
  * minutes apart cannot show a change of 10%; turns of a few seconds, each pair in both orders, can.
- * Usage (each checkout built, with its node_modules):
- *   tsx scripts/bench/ab-earn.ts <checkout A> <checkout B> [rounds=4] [seconds=8] [processes=1] [hot|spread]
- * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections. It prints each
- * turn's earns/s and p99, and B's rate over A's per round and over all of them (the median).
+ * Usage (each checkout with its node_modules; it is built here):
+ *   tsx scripts/bench/ab-earn.ts <checkout A>[:processes] <checkout B>[:processes] [rounds=4] [seconds=8] [processes=1] [hot|spread]
+ * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections. A side's own
+ * `:processes` overrides the common one, so one checkout can be measured against itself on more
+ * HTTP processes (`. .:2`). It prints each turn's earns/s and p99, and B's rate over A's per round
+ * and the median of those.
  */
 import os from 'node:os';
 import path from 'node:path';
 import { Api, earnLoad, type LoadResult } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
+import { inTurns } from './turns.js';
 
-const [rootA, rootB] = [process.argv[2], process.argv[3]].map((r) => (r ? path.resolve(r) : undefined));
-if (!rootA || !rootB) throw new Error('usage: ab-earn.ts <checkout A> <checkout B> [rounds] [seconds] [processes] [hot|spread]');
+if (!process.argv[2] || !process.argv[3]) throw new Error('usage: ab-earn.ts <checkout A>[:processes] <checkout B>[:processes] [rounds] [seconds] [processes] [hot|spread]');
 const rounds = Number(process.argv[4] ?? 4);
 const seconds = Number(process.argv[5] ?? 8);
 const processes = Number(process.argv[6] ?? 1);
+/** A side: `<checkout>[:processes]`. */
+const sideOf = (arg: string) => {
+  const [root, own] = /^(.*?)(?::(\d+))?$/.exec(arg)!.slice(1);
+  return { root: path.resolve(root!), processes: own ? Number(own) : processes };
+};
+const [sideA, sideB] = [sideOf(process.argv[2]), sideOf(process.argv[3])];
 const shape = (process.argv[7] ?? 'hot') as 'hot' | 'spread';
 if (shape !== 'hot' && shape !== 'spread') throw new Error(`unknown load ${shape}: hot or spread`);
 const connections = shape === 'hot' ? 32 : 64;
@@ -26,6 +34,7 @@ const connections = shape === 'hot' ? 32 : 64;
 interface Side {
   name: 'A' | 'B';
   root: string;
+  processes: number;
   database: string;
   server: ServerProcess;
   key: string;
@@ -33,15 +42,18 @@ interface Side {
   runs: LoadResult[];
 }
 
-async function start(name: 'A' | 'B', root: string): Promise<Side> {
-  await buildService(root);
+const built = new Set<string>();
+
+async function start(name: 'A' | 'B', { root, processes }: { root: string; processes: number }): Promise<Side> {
+  if (!built.has(root)) await buildService(root);
+  built.add(root);
   const database = await createDatabase(`ab_${name.toLowerCase()}`);
   const store = { databaseUrl: databaseUrl(database) };
   const keys = await initStore(store, root);
   const server = await ServerProcess.start({ store, processes, root, logFile: path.join(os.tmpdir(), `ab-earn-${database}.log`) });
   const customers = await new Api(server.url, keys.private_key).createCustomers(shape === 'hot' ? 1 : 1000, `ab-${name}`);
   await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections, seconds: 3 }); // warm-up
-  return { name, root, database, server, key: keys.private_key, customers, runs: [] };
+  return { name, root, processes, database, server, key: keys.private_key, customers, runs: [] };
 }
 
 async function turn(side: Side): Promise<LoadResult> {
@@ -52,35 +64,23 @@ async function turn(side: Side): Promise<LoadResult> {
   return run;
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 async function main() {
-  console.log(`A: ${rootA}\nB: ${rootB}\n${shape} earns, ${connections} connections, --processes ${processes}, ${rounds} rounds of ABBA, ${seconds} s a turn`);
+  console.log(`A: ${sideA.root} --processes ${sideA.processes}\nB: ${sideB.root} --processes ${sideB.processes}\n${shape} earns, ${connections} connections, ${rounds} rounds of ABBA, ${seconds} s a turn`);
   const sides: Side[] = [];
   try {
-    sides.push(await start('A', rootA!));
-    sides.push(await start('B', rootB!));
+    sides.push(await start('A', sideA));
+    sides.push(await start('B', sideB));
     const [a, b] = sides as [Side, Side];
-    const ratios: number[] = [];
-    for (let round = 1; round <= rounds; round++) {
-      console.log(`round ${round}`);
-      const a1 = await turn(a);
-      const b1 = await turn(b);
-      const b2 = await turn(b);
-      const a2 = await turn(a);
-      const ratio = (b1.okPerSecond + b2.okPerSecond) / (a1.okPerSecond + a2.okPerSecond);
-      ratios.push(ratio);
-      console.log(`  B/A ${ratio.toFixed(2)}`);
-    }
+    const { ratios, median } = await inTurns(
+      rounds,
+      async () => (await turn(a)).okPerSecond,
+      async () => (await turn(b)).okPerSecond,
+    );
     const mean = (runs: LoadResult[], pick: (r: LoadResult) => number) => runs.reduce((sum, r) => sum + pick(r), 0) / runs.length;
     for (const side of sides) {
       console.log(`${side.name}: mean ${mean(side.runs, (r) => r.okPerSecond).toFixed(0)} earns/s, mean p99 ${mean(side.runs, (r) => r.p99).toFixed(0)} ms`);
     }
-    console.log(`B/A per round: ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}`);
+    console.log(`B/A per round: ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${median.toFixed(2)}`);
   } finally {
     for (const side of sides) {
       await side.server.stop();
