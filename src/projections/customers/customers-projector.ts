@@ -304,17 +304,16 @@ export const customersProjector = defineProjector<Batch>({
     if (net.size > 0) {
       const nets = [...net.values()];
       const column = <T>(pick: (n: (typeof nets)[number]) => T) => nets.map(pick);
-      await trx.executeQuery(
-        deferredWrite(CompiledQuery.raw(APPLY_NETS, [
-          column((n) => n.id),
-          column((n) => n.balance),
-          column((n) => n.earned),
-          column((n) => n.redeemed),
-          column((n) => n.expired),
-          column((n) => n.pending),
-          column((n) => n.updated_at),
-        ])),
-      );
+      const applyNets = CompiledQuery.raw(APPLY_NETS, [
+        column((n) => n.id),
+        column((n) => n.balance),
+        column((n) => n.earned),
+        column((n) => n.redeemed),
+        column((n) => n.expired),
+        column((n) => n.pending),
+        column((n) => n.updated_at),
+      ]);
+      await trx.executeQuery(deferredWrite(applyNets));
     }
     const expiring = lots.expiryChanged();
     if (expiring.length > 0) await refreshNextExpiring(trx, expiring);
