@@ -102,7 +102,7 @@ class DeferringDriver implements Driver {
   }
 }
 
-const NO_ROWS: QueryResult<never> = Object.freeze({ rows: [] as never[] });
+const NO_ROWS: QueryResult<never> = Object.freeze({ rows: Object.freeze([]) as unknown as never[] });
 
 class DeferringConnection implements DatabaseConnection {
   inTransaction = false;
@@ -152,7 +152,7 @@ let textCount = 0;
  * The writes as one statement: `with w1 as (<first>), w2 as (<second, its $n renumbered>) select null`.
  * PostgreSQL runs every data-modifying `with` clause exactly once and to its end, read or not.
  */
-export function combined(writes: readonly CompiledQuery[]): CompiledQuery {
+function combined(writes: readonly CompiledQuery[]): CompiledQuery {
   return CompiledQuery.raw(
     combinedText(writes),
     writes.flatMap((w) => w.parameters),
