@@ -164,7 +164,7 @@ export class GroupCommit {
         left.push(...this.queue.slice(i));
         break;
       }
-      const touched = touchedBy([pending]);
+      const touched = touchedByOne(pending);
       const mustWait =
         [...touched.written].some((s) => this.writing.has(s) || this.reading.has(s) || leftBehind.written.has(s) || leftBehind.read.has(s)) ||
         [...touched.read].some((s) => this.writing.has(s) || leftBehind.written.has(s)) ||
@@ -192,6 +192,18 @@ export class GroupCommit {
       else this.reading.delete(s);
     }
   }
+}
+
+/**
+ * The streams one append touches, kept by its writes: `select` asks for every queued append on
+ * every pass, and a queue of n appends is passed over about n times while it fills (a new array of
+ * writes, after a decision made again, is a new key).
+ */
+const touchedByWrites = new WeakMap<AppendWrite[], Touched>();
+function touchedByOne(pending: PendingAppend): Touched {
+  let touched = touchedByWrites.get(pending.writes);
+  if (!touched) touchedByWrites.set(pending.writes, (touched = touchedBy([pending])));
+  return touched;
 }
 
 /** The streams a batch writes, and those it only has conditions on. */
