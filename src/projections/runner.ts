@@ -167,9 +167,6 @@ export class ProjectionRunner {
     const decoded = decodeAll(events);
     const names = this.tracks.map((t) => t.name);
     const result = await this.db.transaction().execute(async (trx) => {
-      // One statement: try each projector's lock (in name order, only for this group's names), then
-      // read the held checkpoints under FOR UPDATE, which returns a row's latest committed version
-      // even when another process moved it after this statement's snapshot was taken.
       const locks = await trx.executeQuery<{ name: string; locked: boolean; global_position: string }>(CompiledQuery.raw(LOCK_CHECKPOINTS, [names]));
       const held = locks.rows.filter((r) => r.locked).map((r) => r.name);
       const seen = new Map<string, Checkpoint>(locks.rows.map((r) => [r.name, { globalPosition: BigInt(r.global_position) }]));
