@@ -13,8 +13,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { Api, earnLoad, type LoadResult } from './load.js';
-import { createDatabase, databaseUrl, dropDatabase } from './postgres.js';
-import { buildService, initStore, ServerProcess } from './service.js';
+import { dropDatabase } from './postgres.js';
+import { buildService, type ServerProcess, serveFresh } from './service.js';
 import { inTurns } from './turns.js';
 
 if (!process.argv[2] || !process.argv[3]) throw new Error('usage: ab-earn.ts <checkout A>[:processes] <checkout B>[:processes] [rounds] [seconds] [processes] [hot|spread]');
@@ -47,10 +47,7 @@ const built = new Set<string>();
 async function start(name: 'A' | 'B', { root, processes }: { root: string; processes: number }): Promise<Side> {
   if (!built.has(root)) await buildService(root);
   built.add(root);
-  const database = await createDatabase(`ab_${name.toLowerCase()}`);
-  const store = { databaseUrl: databaseUrl(database) };
-  const keys = await initStore(store, root);
-  const server = await ServerProcess.start({ store, processes, root, logFile: path.join(os.tmpdir(), `ab-earn-${database}.log`) });
+  const { database, keys, server } = await serveFresh(`ab_${name.toLowerCase()}`, { processes, root, logFile: (db) => path.join(os.tmpdir(), `ab-earn-${db}.log`) });
   const customers = await new Api(server.url, keys.private_key).createCustomers(shape === 'hot' ? 1 : 1000, `ab-${name}`);
   await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections, seconds: 3 }); // warm-up
   return { name, root, processes, database, server, key: keys.private_key, customers, runs: [] };

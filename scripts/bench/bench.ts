@@ -73,7 +73,7 @@ import {
 import { measureLifecycle } from './lifecycle.js';
 import { EXPORT_HEAP_MB, measureExport } from './export.js';
 import { earnOnePoint, measureRebuild } from './rebuild.js';
-import { buildService, initStore, type Keys, REPO_ROOT, SERVER_MODE, ServerProcess, type Store } from './service.js';
+import { buildService, initStore, type Keys, REPO_ROOT, SERVER_MODE, ServerProcess, serveFresh, type Store } from './service.js';
 
 function envInt(name: string, fallback: number): number {
   const value = process.env[name];
@@ -459,18 +459,21 @@ class HotCustomer {
 
   /** Earns for `seconds` that no figure counts (the balance check does). */
   async warmUp(seconds: number): Promise<void> {
-    const run = await earnLoad({ baseUrl: this.server.url, key: this.key, customers: [this.id], connections: 32, seconds });
-    this.warmed += run.ok;
+    this.warmed += (await this.load(seconds)).ok;
   }
 
   /** One run of `seconds`; its CPU (server and its PostgreSQL backends) is added to the customer's. */
   async run(seconds: number): Promise<LoadResult> {
-    const cost = await cpuDuring(this.server.pid, this.dbName, () => earnLoad({ baseUrl: this.server.url, key: this.key, customers: [this.id], connections: 32, seconds }));
+    const cost = await cpuDuring(this.server.pid, this.dbName, () => this.load(seconds));
     this.runs.push(cost.result);
     this.nodeMs += cost.nodeMs;
     this.postgresMs += cost.postgresMs;
     this.busyMs += cost.machineBusy * cost.result.seconds;
     return cost.result;
+  }
+
+  private load(seconds: number): Promise<LoadResult> {
+    return earnLoad({ baseUrl: this.server.url, key: this.key, customers: [this.id], connections: 32, seconds });
   }
 
   /** After the runs: whether the balance is exact, and what the runs cost per answered earn. */
@@ -522,11 +525,8 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
   const started: Array<{ server: ServerProcess; dbName: string }> = [];
   try {
     const side = async (processes: number) => {
-      const dbName = await createDatabase(`turns_${processes}`);
+      const { database: dbName, keys, server } = await serveFresh(`turns_${processes}`, { processes, logFile: () => path.join(tmp, `server-turns-${processes}.log`) });
       cleanups.push(() => dropDatabase(dbName));
-      const store: Store = { databaseUrl: databaseUrl(dbName) };
-      const keys = await initStore(store);
-      const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, `server-turns-${processes}.log`) });
       started.push({ server, dbName });
       const hot = await HotCustomer.create(server, keys, dbName);
       await hot.warmUp(3);
@@ -534,7 +534,7 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
     };
     const one = await side(1);
     const two = await side(2);
-    log(`earn, one hot customer, --processes 2 against --processes 1 in turns: ${settings.turnRounds} rounds of A B B A, ${settings.turnSeconds} s a turn`);
+    log(`earn, one hot customer, --processes 2 against --processes 1 in turns: ${counted(settings.turnRounds, "round", "rounds")} of A B B A, ${settings.turnSeconds} s a turn`);
     const { ratios, median: ratio } = await inTurns(
       settings.turnRounds,
       async () => (await one.run(settings.turnSeconds)).okPerSecond,
@@ -544,7 +544,7 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
     const mean = (hot: HotCustomer, pick: (r: LoadResult) => number) => hot.runs.reduce((sum, r) => sum + pick(r), 0) / hot.runs.length;
     const errors = (v: typeof v1) => (v.non2xx + v.errors > 0 ? `; NOT 2xx: ${fmt(v.non2xx)}, connection errors: ${fmt(v.errors)}` : '');
     return {
-      scenario: `one hot customer over 2 HTTP processes (\`serve --processes 2\`) against 1, 32 connections, in turns (${settings.turnRounds} rounds of A B B A, ${settings.turnSeconds} s a turn, each on a fresh database)`,
+      scenario: `one hot customer over 2 HTTP processes (\`serve --processes 2\`) against 1, 32 connections, in turns (${counted(settings.turnRounds, "round", "rounds")} of A B B A, ${settings.turnSeconds} s a turn, each on a fresh database)`,
       measured:
         `2 processes ${fmt(mean(two, (r) => r.okPerSecond))} earns/s (mean p99 ${ms(mean(two, (r) => r.p99))}), 1 process ${fmt(mean(one, (r) => r.okPerSecond))} earns/s (mean p99 ${ms(mean(one, (r) => r.p99))}) in the same turns; ` +
         `ratio per round ${ratios.map((r) => fmt(r, 2)).join(', ')}: median **${fmt(ratio, 2)}×**, at ${fmt(v2.cpuPerEarnUs / v1.cpuPerEarnUs, 2)}× the CPU per earn; ` +

@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { createDatabase, databaseUrl } from './postgres.js';
 
 const run = promisify(execFile);
 
@@ -155,4 +156,19 @@ export class ServerProcess {
     clearTimeout(timer);
     return code;
   }
+}
+
+/**
+ * A fresh database (`createDatabase(prefix)`), its first business and keys, and the service of
+ * `options.root` serving it. The caller stops the server and drops the database.
+ */
+export async function serveFresh(
+  prefix: string,
+  options: Omit<ServerOptions, 'store' | 'logFile'> & { logFile: (database: string) => string },
+): Promise<{ database: string; store: Store; keys: Keys; server: ServerProcess }> {
+  const database = await createDatabase(prefix);
+  const store: Store = { databaseUrl: databaseUrl(database) };
+  const keys = await initStore(store, options.root);
+  const server = await ServerProcess.start({ ...options, store, logFile: options.logFile(database) });
+  return { database, store, keys, server };
 }
