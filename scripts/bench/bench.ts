@@ -534,7 +534,7 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
     };
     const one = await side(1);
     const two = await side(2);
-    log(`earn, one hot customer, --processes 2 against --processes 1 in turns: ${counted(settings.turnRounds, "round", "rounds")} of A B B A, ${settings.turnSeconds} s a turn`);
+    log(`earn, one hot customer, --processes 2 against --processes 1 in turns: ${counted(settings.turnRounds, 'round', 'rounds')} of A B B A, ${settings.turnSeconds} s a turn`);
     const { ratios, median: ratio } = await inTurns(
       settings.turnRounds,
       async () => (await one.run(settings.turnSeconds)).okPerSecond,
@@ -544,7 +544,7 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
     const mean = (hot: HotCustomer, pick: (r: LoadResult) => number) => hot.runs.reduce((sum, r) => sum + pick(r), 0) / hot.runs.length;
     const errors = (v: typeof v1) => (v.non2xx + v.errors > 0 ? `; NOT 2xx: ${fmt(v.non2xx)}, connection errors: ${fmt(v.errors)}` : '');
     return {
-      scenario: `one hot customer over 2 HTTP processes (\`serve --processes 2\`) against 1, 32 connections, in turns (${counted(settings.turnRounds, "round", "rounds")} of A B B A, ${settings.turnSeconds} s a turn, each on a fresh database)`,
+      scenario: `one hot customer over 2 HTTP processes (\`serve --processes 2\`) against 1, 32 connections, in turns (${counted(settings.turnRounds, 'round', 'rounds')} of A B B A, ${settings.turnSeconds} s a turn, each on a fresh database)`,
       measured:
         `2 processes ${fmt(mean(two, (r) => r.okPerSecond))} earns/s (mean p99 ${ms(mean(two, (r) => r.p99))}), 1 process ${fmt(mean(one, (r) => r.okPerSecond))} earns/s (mean p99 ${ms(mean(one, (r) => r.p99))}) in the same turns; ` +
         `ratio per round ${ratios.map((r) => fmt(r, 2)).join(', ')}: median **${fmt(ratio, 2)}×**, at ${fmt(v2.cpuPerEarnUs / v1.cpuPerEarnUs, 2)}× the CPU per earn; ` +
