@@ -116,6 +116,22 @@ export function servingProcesses(config: Config, flag: string | undefined, cores
   return 1;
 }
 
+/**
+ * Whether `loyalty serve` (role `all`, on a PostgreSQL server) runs its workers (projections,
+ * webhook delivery, the lifecycle scheduler) in a process of their own beside its HTTP processes:
+ * always beside several; beside one too when nobody chose the count (no `--processes`, no
+ * LOYALTY_PROCESSES) and the machine has more than one core. An explicit one means one process
+ * (a container that runs `serve --role workers` elsewhere, tests that kill "the" process). On 2
+ * cores beside PostgreSQL, one HTTP process with the workers apart did about 1.1× the earns of
+ * everything in one process, and due work no longer takes the thread that answers
+ * (docs/performance.md).
+ */
+export function workersApart(config: Config, flag: string | undefined, cores: number): boolean {
+  const processes = servingProcesses(config, flag, cores);
+  if (processes > 1) return true;
+  return config.databaseUrl !== undefined && flag === undefined && config.processes === undefined && cores > 1;
+}
+
 /** Whether the PostgreSQL server of `url` runs on this machine: a loopback host, or a Unix socket (no host, or a path). */
 export function databaseIsLocal(url: string): boolean {
   let host: string;

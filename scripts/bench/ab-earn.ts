@@ -4,10 +4,10 @@
  * drifts by 15–25% from one minute to the next (docs/performance.md), two runs of the whole bench
  * minutes apart cannot show a change of 10%; turns of a few seconds, each pair in both orders, can.
  * Usage (each checkout with its node_modules; it is built here):
- *   tsx scripts/bench/ab-earn.ts <checkout A>[:processes] <checkout B>[:processes] [rounds=4] [seconds=8] [processes=1] [hot|spread]
+ *   tsx scripts/bench/ab-earn.ts <checkout A>[:processes|default] <checkout B>[:processes|default] [rounds=4] [seconds=8] [processes=1] [hot|spread]
  * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections. A side's own
  * `:processes` overrides the common one, so one checkout can be measured against itself on more
- * HTTP processes (`. .:2`). It prints each turn's earns/s and p99, and B's rate over A's per round
+ * HTTP processes (`. .:2`), or in the topology `serve` picks by default (`. .:default`). It prints each turn's earns/s and p99, and B's rate over A's per round
  * and the median of those.
  */
 import os from 'node:os';
@@ -23,8 +23,9 @@ const seconds = Number(process.argv[5] ?? 8);
 const processes = Number(process.argv[6] ?? 1);
 /** A side: `<checkout>[:processes]`. */
 const sideOf = (arg: string) => {
-  const [root, own] = /^(.*?)(?::(\d+))?$/.exec(arg)!.slice(1);
-  return { root: path.resolve(root!), processes: own ? Number(own) : processes };
+  const [root, own] = /^(.*?)(?::(\d+|default))?$/.exec(arg)!.slice(1);
+  const count: number | 'default' = own === 'default' ? 'default' : own ? Number(own) : processes;
+  return { root: path.resolve(root!), processes: count };
 };
 const [sideA, sideB] = [sideOf(process.argv[2]), sideOf(process.argv[3])];
 const shape = (process.argv[7] ?? 'hot') as 'hot' | 'spread';
@@ -34,7 +35,7 @@ const connections = shape === 'hot' ? 32 : 64;
 interface Side {
   name: 'A' | 'B';
   root: string;
-  processes: number;
+  processes: number | 'default';
   database: string;
   server: ServerProcess;
   key: string;
@@ -44,7 +45,7 @@ interface Side {
 
 const built = new Set<string>();
 
-async function start(name: 'A' | 'B', { root, processes }: { root: string; processes: number }): Promise<Side> {
+async function start(name: 'A' | 'B', { root, processes }: { root: string; processes: number | 'default' }): Promise<Side> {
   if (!built.has(root)) await buildService(root);
   built.add(root);
   const { database, keys, server } = await serveFresh(`ab_${name.toLowerCase()}`, { processes, root, logFile: (db) => path.join(os.tmpdir(), `ab-earn-${db}.log`) });

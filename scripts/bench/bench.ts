@@ -19,7 +19,7 @@
  *   BENCH_ONLY=rebuild    only the projection rebuild row (no pgbench, no server)
  *   BENCH_ONLY=export     only the export row (no pgbench, no server)
  *   BENCH_ONLY=lifecycle  only the lifecycle row (its own server and database; no pgbench)
- *   BENCH_ONLY=processes  only spread earns and one hot customer on one HTTP process, then on several
+ *   BENCH_ONLY=processes  only spread earns and one hot customer in the default topology, then rows 3b and 3c
  *                         (rows 1, 3, 3b, 3c; no pgbench: no ratio to the ceiling)
  *   BENCH_ONLY=soak       only the soak (row 7): customers with BENCH_SOAK_HISTORY earns each (seeded by the
  *                         bulk path, so the same whatever the load), then a restarted server at
@@ -47,7 +47,7 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { loadAggregate, withMetadata } from '../../src/commands/aggregate.js';
 import { newId } from '../../src/ids.js';
-import { loadConfig, servingProcesses } from '../../src/config.js';
+import { loadConfig, servingProcesses, workersApart } from '../../src/config.js';
 import { counted } from '../../src/plural.js';
 import { type CustomerEvent, customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { snapshotStore } from '../../src/commands/snapshot-store.js';
@@ -200,9 +200,9 @@ async function main() {
   cleanups.push(() => dropDatabase(dbName));
   const store: Store = { databaseUrl: databaseUrl(dbName) };
   const keys = await initStore(store);
-  let server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres.log') });
+  let server = await ServerProcess.start({ store, processes: 'default', logFile: path.join(tmp, 'server-postgres.log') });
   cleanups.push(() => server.stop());
-  log(`server (PostgreSQL mode) pid ${server.pid} at ${server.url}, database ${dbName}`);
+  log(`server (PostgreSQL mode, ${defaultTopology(store)}) pid ${server.pid} at ${server.url}, database ${dbName}`);
   let api = new Api(server.url, keys.private_key);
 
   const t0 = performance.now();
@@ -236,7 +236,7 @@ async function main() {
       waits.slice(0, 6).map((w) => `${w.state} ${fmt(w.share * 100)}%`).join(', ') + '.',
   );
   rows.push({
-    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, 64 connections, ${full.seconds} s`,
+    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, 64 connections, ${full.seconds} s (${defaultTopology(store)})`,
     measured: `${fmt(full.okPerSecond)} earns/s (p50 ${ms(full.p50)}, p99 ${ms(full.p99)})${describeErrors(full)}`,
     target: `≥ 1.0 × ceiling = ${fmt(ceiling.tps)}/s`,
     ratio: ratio(full.okPerSecond),
@@ -285,7 +285,7 @@ async function main() {
   await seedHistory(dbName, keys.business_id, long!, n);
   const seedSeconds = (performance.now() - t1) / 1000;
   const t2 = performance.now();
-  server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-postgres-2.log') });
+  server = await ServerProcess.start({ store, processes: 'default', logFile: path.join(tmp, 'server-postgres-2.log') });
   const caughtUp = await waitForProjections(dbName, 240);
   const restartSeconds = (performance.now() - t2) / 1000;
   api = new Api(server.url, keys.private_key);
@@ -364,13 +364,13 @@ async function lifecycleRow(tmp: string): Promise<Row> {
       (r.earnsAfter === null ? '' : ` and ${fmt(r.earnsAfter)}/s after the last expiry (the same load going on: a control at the same minute)`),
   );
   notes.push(
-    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on a server (\`serve --processes 1\`: one process, its scheduler in the same thread as its HTTP and projections) ` +
+    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on ${defaultTopology({ databaseUrl: 'postgres://127.0.0.1/' })} ` +
       `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
       `earns of the load customers while both ran` +
       (r.earnsAfter === null ? '' : ` (and after the last expiry, the load going on: ${fmt(r.earnsAfter)}/s)`) +
       `. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant. ` +
-      `CPU (from /proc): ${fmt(r.cpu.perEarn.nodeMs, 2)} ms in the server (${fmt(r.cpu.perEarn.mainThreadMs, 2)} of it on its main thread) + ${fmt(r.cpu.perEarn.postgresMs, 2)} ms in PostgreSQL per earn of the baseline; ` +
-      `per expired lot, what the expiry window used beyond its earns at that cost: ${fmt(r.cpu.perLot.nodeUs)} µs (${fmt(r.cpu.perLot.mainThreadUs)} µs on the main thread) + ${fmt(r.cpu.perLot.postgresUs)} µs.`,
+      `CPU (from /proc): ${fmt(r.cpu.perEarn.nodeMs, 2)} ms in the server (${fmt(r.cpu.perEarn.mainThreadMs, 2)} of it on the main thread of its HTTP process) + ${fmt(r.cpu.perEarn.postgresMs, 2)} ms in PostgreSQL per earn of the baseline; ` +
+      `per expired lot, what the expiry window used beyond its earns at that cost: ${fmt(r.cpu.perLot.nodeUs)} µs (${fmt(r.cpu.perLot.mainThreadUs)} µs on that thread) + ${fmt(r.cpu.perLot.postgresUs)} µs.`,
   );
   return {
     scenario: `${fmt(r.lots)} lots due at once, expired by the scheduler while earns go on`,
@@ -560,30 +560,31 @@ async function hotOverTwoProcesses(tmp: string): Promise<Row> {
 
 /**
  * Rows 3b and 3c (issue 12): `serve --processes 2` with one hot customer against the single
- * process (`hotOverTwoProcesses`, on databases of their own), and spread earns with the default
- * processes against row 1's single process (and, where the default is not one per core, with one
- * per core too), each started on the same database as row 1 and stopped after its row.
+ * process (`hotOverTwoProcesses`, on databases of their own), and spread earns in one process
+ * (`--processes 1`) against row 1's default topology (and, where the default is not one HTTP
+ * process per core, with one per core too), each started on the same database as row 1 and
+ * stopped after its row.
  */
-async function severalProcesses(store: Store, keys: Keys, customers: string[], tmp: string, spreadSingle: number, ratio: (n: number) => string): Promise<Row[]> {
+async function severalProcesses(store: Store, keys: Keys, customers: string[], tmp: string, spreadDefault: number, ratio: (n: number) => string): Promise<Row[]> {
   const out: Row[] = [await hotOverTwoProcesses(tmp)];
-  // The default (what `serve` picks here), and one HTTP process per core when that differs from it.
+  // One process (everything in it), and one HTTP process per core when the default has fewer.
   const cores = os.availableParallelism();
-  const byDefault = servingProcesses(loadConfig({ DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : undefined }), undefined, cores);
-  const topologies: Array<{ processes: number | 'default'; label: string }> = [
-    { processes: 'default', label: `default processes (\`serve\`: ${counted(byDefault, 'HTTP process', 'HTTP processes')}: one per core, less one for PostgreSQL on this machine)` },
-    ...(byDefault === cores ? [] : [{ processes: cores, label: `one HTTP process per core (\`serve --processes ${cores}\`)` }]),
+  const byDefault = servingProcesses(configOf(store), undefined, cores);
+  const topologies: Array<{ processes: number; label: string }> = [
+    { processes: 1, label: 'one process (`serve --processes 1`: HTTP, projections and the scheduler in one)' },
+    ...(byDefault === cores || cores === 1 ? [] : [{ processes: cores, label: `one HTTP process per core (\`serve --processes ${cores}\`)` }]),
   ];
   for (const { processes, label } of topologies) {
-    const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, processes === 'default' ? 'server-default-processes.log' : `server-one-per-core-${processes}.log`) });
+    const server = await ServerProcess.start({ store, processes, logFile: path.join(tmp, `server-processes-${processes}.log`) });
     try {
       log(`server with ${label} at ${server.url}`);
       await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
       log(`earn, distinct customers, ${label}, 64 connections, ${settings.seconds} s`);
       const run = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
-      const vsOne = run.okPerSecond / spreadSingle;
+      const vsDefault = run.okPerSecond / spreadDefault;
       out.push({
         scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, ${label}, 64 connections, ${run.seconds} s`,
-        measured: `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)}); ${fmt(vsOne, 2)}× \`--processes 1\` (row 1)${describeErrors(run)}`,
+        measured: `${fmt(run.okPerSecond)} earns/s (p50 ${ms(run.p50)}, p99 ${ms(run.p99)}); ${fmt(vsDefault, 2)}× the default (row 1)${describeErrors(run)}`,
         target: 'printed beside row 1 (no target of its own)',
         ratio: ratio(run.okPerSecond),
         pass: null,
@@ -595,26 +596,37 @@ async function severalProcesses(store: Store, keys: Keys, customers: string[], t
   return out;
 }
 
-/** BENCH_ONLY=processes: rows 1 and 3 on one HTTP process, then rows 3b and 3c on several. */
+function configOf(store: Store) {
+  return loadConfig({ DATABASE_URL: 'databaseUrl' in store ? store.databaseUrl : undefined });
+}
+
+/** What `serve` runs by default on this machine for `store`, e.g. "the default \`serve\`: 1 HTTP process and a workers process". */
+function defaultTopology(store: Store): string {
+  const cores = os.availableParallelism();
+  const http = servingProcesses(configOf(store), undefined, cores);
+  return `the default \`serve\`: ${workersApart(configOf(store), undefined, cores) ? `${counted(http, 'HTTP process', 'HTTP processes')} and a workers process` : 'one process'}`;
+}
+
+/** BENCH_ONLY=processes: rows 1 and 3 in the default topology, then rows 3b and 3c. */
 async function processesOnly(tmp: string): Promise<void> {
   const dbName = await createDatabase('processes');
   cleanups.push(() => dropDatabase(dbName));
   const store: Store = { databaseUrl: databaseUrl(dbName) };
   const keys = await initStore(store);
-  const server = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-1-process.log') });
+  const server = await ServerProcess.start({ store, processes: 'default', logFile: path.join(tmp, 'server-default.log') });
   cleanups.push(() => server.stop());
   const customers = await new Api(server.url, keys.private_key).createCustomers(settings.customers, 'load');
   await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
-  log(`earn, distinct customers, 1 HTTP process, 64 connections, ${settings.seconds} s`);
+  log(`earn, distinct customers, ${defaultTopology(store)}, 64 connections, ${settings.seconds} s`);
   const spread = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
   rows.push({
-    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, 1 HTTP process, 64 connections, ${spread.seconds} s`,
+    scenario: `earn over HTTP, ${fmt(customers.length)} distinct customers, ${defaultTopology(store)}, 64 connections, ${spread.seconds} s`,
     measured: `${fmt(spread.okPerSecond)} earns/s (p50 ${ms(spread.p50)}, p99 ${ms(spread.p99)})${describeErrors(spread)}`,
     target: '—',
     ratio: '—',
     pass: null,
   });
-  const single = await hotCustomer(server, keys, dbName, 'one hot customer, 1 HTTP process, 32 connections');
+  const single = await hotCustomer(server, keys, dbName, `one hot customer, ${defaultTopology(store)}, 32 connections`);
   rows.push({ ...single.row, target: 'final balance exact', ratio: '—', pass: single.exact });
   await server.stop();
   rows.push(...(await severalProcesses(store, keys, customers, tmp, spread.okPerSecond, () => '—')));
@@ -821,7 +833,7 @@ async function soak(
   notes.push(`Soak${which} external memory (MB, same instants): ${heap.map((h) => h.external.toFixed(0)).join(' ')}.`);
   return {
     scenario:
-      `${settings.soakSeconds} s at half load (${fmt(rate)}/s offered) on a restarted server${nodeFlags.length ? ` (node ${nodeFlags.join(' ')})` : ''}` +
+      `${settings.soakSeconds} s at half load (${fmt(rate)}/s offered) on a restarted server in one process (\`--processes 1\`: its memory is the code's)${nodeFlags.length ? ` (node ${nodeFlags.join(' ')})` : ''}` +
       `${settings.soakSeconds < 300 ? ' (the target is for 300 s: BENCH_SOAK_SECONDS=300)' : ''}`,
     measured:
       `RSS start ${fmt(start)} MB, max ${fmt(max)} MB, end ${fmt(end)} MB (after the first third, peak of the last half vs the first: ${growth >= 0 ? '+' : ''}${fmt(growth * 100, 1)}%); ` +
@@ -893,7 +905,7 @@ async function profileRun(tmp: string) {
   cleanups.push(() => server.stop());
   const api = new Api(server.url, keys.private_key);
   const customers = await api.createCustomers(settings.customers, 'profile');
-  log(`profile: earn, distinct customers, 64 connections, ${settings.seconds} s, server under --cpu-prof`);
+  log(`profile: earn, distinct customers, 64 connections, ${settings.seconds} s, server in one process (\`--processes 1\`) under --cpu-prof`);
   const run = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: settings.seconds });
   await server.stop();
   const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'));

@@ -41,18 +41,20 @@ export async function backendPids(db: string): Promise<number[]> {
 
 /**
  * CPU used by a server's processes and its database's backends while `work` runs, in ms; of that,
- * the server's main thread's (the one that serves HTTP when it serves in one process); and how busy
+ * the main thread's of `mainPid` (the one that serves HTTP); and how busy
  * the whole machine was meanwhile (a share of all its cores; 1 = every core all the time).
  */
 export async function cpuDuring<T>(
   serverPid: number,
   db: string,
   work: () => Promise<T>,
+  /** The process whose main thread is told apart (serving from several: the HTTP child, `ServerProcess.httpPid`). */
+  mainPid = serverPid,
 ): Promise<{ result: T; nodeMs: number; postgresMs: number; mainThreadMs: number; machineBusy: number }> {
   const sample = async () => {
     const node = descendants(serverPid);
     const backends = await backendPids(db);
-    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])), main: cpuMs(serverPid, serverPid), machine: machineCpuMs() };
+    return { node: new Map(node.map((p) => [p, cpuMs(p)])), backends: new Map(backends.map((p) => [p, cpuMs(p)])), main: cpuMs(mainPid, mainPid), machine: machineCpuMs() };
   };
   const before = await sample();
   const result = await work();

@@ -61,13 +61,14 @@ export async function measureLifecycle(
   let server: ServerProcess | null = null;
   try {
     const keys = await initStore(store);
-    const started = await ServerProcess.start({ store, logFile: path.join(tmp, 'server-lifecycle.log') });
+    const started = await ServerProcess.start({ store, processes: 'default', logFile: path.join(tmp, 'server-lifecycle.log') });
     server = started;
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(options.loadCustomers, 'lifecycle');
     await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: 3 });
     log(`lifecycle: baseline earns, ${options.seconds} s`);
-    const baseline = await cpuDuring(started.pid, dbName, () => earnLoad({ baseUrl: started.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds }));
+    const httpPid = started.httpPid();
+    const baseline = await cpuDuring(started.pid, dbName, () => earnLoad({ baseUrl: started.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds }), httpPid);
     const before = baseline.result;
     const perEarn = {
       nodeMs: baseline.nodeMs / Math.max(1, before.ok),
@@ -92,7 +93,7 @@ export async function measureLifecycle(
     const loadStarted = new Date();
     const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
     const windowStarted = new Date();
-    const { result: expired, nodeMs, postgresMs, mainThreadMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600));
+    const { result: expired, nodeMs, postgresMs, mainThreadMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600), httpPid);
     const windowEnded = new Date();
     const duringResult = await during;
     const loadEnded = new Date(loadStarted.getTime() + duringResult.seconds * 1000);

@@ -1,8 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { CHILD_ROLE_VARIABLE } from '../../src/cluster/cluster-messages.js';
+import { descendants } from './cpu-time.js';
 import { createDatabase, databaseUrl } from './postgres.js';
 
 const run = promisify(execFile);
@@ -140,11 +142,23 @@ export class ServerProcess {
     }
   }
 
-  /** Resident set size of the server process, in MB (from /proc/<pid>/status). */
+  /** Resident set size of the server, in MB (from /proc/<pid>/status): its process and, serving from several, its children. */
   async rssMb(): Promise<number> {
-    const status = await readFile(`/proc/${this.pid}/status`, 'utf8');
-    const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+    let kb = 0;
+    for (const pid of descendants(this.pid)) {
+      const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+      kb += Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
+    }
     return kb / 1024;
+  }
+
+  /** The process that answers HTTP: the server's own, or, serving from several (a primary), its first HTTP child. */
+  httpPid(): number {
+    for (const pid of descendants(this.pid).slice(1)) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      if (environ.includes(`${CHILD_ROLE_VARIABLE}=api`)) return pid;
+    }
+    return this.pid;
   }
 
   /** SIGTERM (a graceful stop: in-flight requests finish, then the store closes); SIGKILL after 20 s. */

@@ -8,7 +8,7 @@ import { clusterChildRole, primaryChannel } from '../cluster/cluster-child.js';
 import { ConnectionAdopter } from '../cluster/connection-adopter.js';
 import type { ChildRole } from '../cluster/cluster-messages.js';
 import { superviseCluster } from '../cluster/cluster-primary.js';
-import { type Config, ConfigError, servingProcesses } from '../config.js';
+import { type Config, ConfigError, servingProcesses, workersApart } from '../config.js';
 import { type App, type AppOptions, createApp } from '../http/app.js';
 import { AFFINITY_VARIABLES, affinitySocket, passingOnWrites } from '../cluster/customer-affinity.js';
 import { createHttpServer } from '../http/http-server.js';
@@ -29,7 +29,9 @@ export type ServeRole = (typeof SERVE_ROLES)[number];
  * replicas starting together cannot each create one. SIGTERM/SIGINT stop accepting, let in-flight
  * requests finish, then close. On a PostgreSQL server, roles `all` and `api` run `processes` HTTP
  * processes (`--processes`, else LOYALTY_PROCESSES, else one per core) under a primary
- * (src/cluster/cluster-primary.ts); with one, or on the embedded store, everything runs in this process.
+ * (src/cluster/cluster-primary.ts), for role `all` with the workers apart (`workersApart`: also
+ * beside a single HTTP process, unless one was asked for); with one asked for, or on the embedded
+ * store, everything runs in this process.
  */
 export async function serve(config: Config, role: ServeRole = 'all', processesFlag?: string): Promise<void> {
   boundHeapGrowth();
@@ -43,7 +45,7 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
   const processes = servingProcesses(config, processesFlag, availableParallelism());
   const childRole = clusterChildRole();
   if (childRole) return serveClusterChild(config, childRole);
-  if (role !== 'workers' && processes > 1) {
+  if (role !== 'workers' && (processes > 1 || (role === 'all' && workersApart(config, processesFlag, availableParallelism())))) {
     return superviseCluster(config, { role, processes, logger: pino({ level: config.logLevel }) });
   }
 

@@ -11,6 +11,7 @@ import { refusalLog } from './refusal-log.js';
 import { AFFINITY_VARIABLES } from './customer-affinity.js';
 import { MetricsCollector } from './cluster-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
+import { counted } from '../plural.js';
 
 /** CONTRACT.md §12 gives a drain 10 s; past this the primary kills what is left and exits 1. */
 const STOP_DEADLINE_MS = 9_500;
@@ -238,7 +239,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
   state = 'running';
   const { port: listening } = port.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
-  const what = `${processes} HTTP processes${workers.length ? ' and a workers process' : ''}`;
+  const what = `${counted(processes, 'HTTP process', 'HTTP processes')}${workers.length ? ' and a workers process' : ''}`;
   logger.info({ port: listening, host: config.host, processes, pids: children.map((c) => c.worker?.process.pid) }, 'loyalty API listening');
   process.stdout.write(`Listening on http://${host}:${listening} (${what})\n`);
 }

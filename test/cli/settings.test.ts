@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, servingProcesses } from '../../src/config.js';
+import { ConfigError, loadConfig, servingProcesses, workersApart } from '../../src/config.js';
 import { freePort, killAllProcesses, type ProcessStore, runCli } from '../e2e/process-helpers.js';
 
 /** An embedded store's directory plus the settings under test (the child gets no other store settings). */
@@ -89,6 +89,17 @@ describe('settings read at start', () => {
     expect(() => servingProcesses(server, '0', 8)).toThrow(ConfigError);
     expect(() => servingProcesses(loadConfig({}), '2', 8)).toThrow(/--processes 2 needs a PostgreSQL server/);
     expect(() => servingProcesses(loadConfig({ LOYALTY_PROCESSES: '2' }), undefined, 8)).toThrow(/LOYALTY_PROCESSES 2 needs a PostgreSQL server/);
+  });
+
+  it('runs the workers apart beside several HTTP processes, and beside one only when nobody chose the count and there is a core to spare', () => {
+    const local = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/loyalty' });
+    expect(workersApart(local, undefined, 2)).toBe(true); // one HTTP process by default, the workers apart
+    expect(workersApart(local, undefined, 8)).toBe(true);
+    expect(workersApart(local, undefined, 1)).toBe(false); // one core: one process
+    expect(workersApart(local, '1', 2)).toBe(false); // one process, asked for
+    expect(workersApart({ ...local, processes: 1 }, undefined, 2)).toBe(false); // LOYALTY_PROCESSES=1
+    expect(workersApart(local, '2', 2)).toBe(true);
+    expect(workersApart(loadConfig({}), undefined, 8)).toBe(false); // the embedded store: one process
   });
 
   it('leaves a core to a PostgreSQL server on the same machine, unless told otherwise', () => {

@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
+import { loadConfig, servingProcesses } from '../../src/config.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   api,
@@ -103,6 +104,26 @@ const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0)
 describe.runIf(SERVER_MODE)(
   `serve on every core${SERVER_MODE ? '' : ' (skipped: needs DATABASE_URL — the embedded store serves one process)'}`,
   () => {
+    it('by default, beside one HTTP process, runs the workers in a process of their own (on more than one core)', async () => {
+      const store = await newStore();
+      const server = await startServer(store, { processes: 'default' });
+      const { privateKey: key } = printedKeys(server.stdout);
+      const apart = availableParallelism() > 1;
+      const httpProcesses = servingProcesses(loadConfig({ DATABASE_URL: store.env.DATABASE_URL }), undefined, availableParallelism());
+      if (apart) expect(server.stdout).toContain(`(${httpProcesses === 1 ? '1 HTTP process' : `${httpProcesses} HTTP processes`} and a workers process)`);
+      else expect(server.stdout).not.toContain('workers process');
+      // Earns answered by the HTTP process are projected by the workers process before the answer (read-your-writes).
+      const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'apart@example.com' } });
+      for (let i = 0; i < 5; i++) {
+        const earn = await api(server.baseUrl, 'POST', `/api/v1/customers/${customer.body.id}/points/transaction`, { key: key!, body: { type: 'earn', amount: 10 } });
+        expect(earn.status).toBe(201);
+        const read = await api(server.baseUrl, 'GET', `/api/v1/customers/${customer.body.id}`, { key: key! });
+        expect(read.body.points_balance).toBe(10 * (i + 1));
+      }
+      server.signal('SIGTERM');
+      expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
+    }, 60_000);
+
     it('serves one port from 2 HTTP processes: the keys printed once, exact balances under parallel earns, /metrics summing both', async () => {
       const server = await startServer(await newStore(), { processes: 2 });
       const { privateKey: key } = printedKeys(server.stdout);

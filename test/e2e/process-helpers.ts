@@ -138,17 +138,17 @@ export interface ServerProcess {
 
 /**
  * Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line (with
- * `role: 'workers'`, which serves no API: its "Workers running" line). One HTTP process unless
- * `processes` says more (on a PostgreSQL server `serve` would otherwise use every core): a test
- * names the topology it means.
+ * `role: 'workers'`, which serves no API: its "Workers running" line). One process unless
+ * `processes` says more (on a PostgreSQL server `serve` would otherwise use every core), or
+ * `default` (no flag: what `serve` chooses on this machine): a test names the topology it means.
  */
 export async function startServer(
   store: ProcessStore,
-  { timeoutMs = 60_000, role, processes = 1, env = {} }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number; env?: Record<string, string> } = {},
+  { timeoutMs = 60_000, role, processes = 1, env = {} }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number | 'default'; env?: Record<string, string> } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const ready = role === 'workers' ? 'Workers running' : 'Listening on';
-  const args = ['serve', ...(role ? ['--role', role] : []), '--processes', String(processes)];
+  const args = ['serve', ...(role ? ['--role', role] : []), ...(processes === 'default' ? [] : ['--processes', String(processes)])];
   const child = spawnLoyalty(args, { ...store.env, ...env, PORT: String(port), HOST: '127.0.0.1' });
   let stdout = '';
   let stderr = '';
