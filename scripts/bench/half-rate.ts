@@ -1,6 +1,8 @@
 /**
  * The bench's half-rate earn row alone, to study its tail: 1,000 customers, 64 connections, open
- * loop at a given rate, on `serve --processes 1`, with the server's garbage-collection pauses.
+ * loop at a given rate, on `serve --processes 1` (PROBE_PROCESSES: another count, or `default`:
+ * the topology `serve` picks), with the server's garbage-collection pauses (of the primary only,
+ * when it serves from several).
  * Usage: tsx scripts/bench/half-rate.ts [rate=960] [seconds=20]; PROBE_NODE_FLAGS='--flag …' adds
  * node flags to the server (`--trace-gc` is always on: the pauses are read from its log);
  * PROBE_WARMUP_SECONDS (5) is the full-speed warm-up before it (the bench's row 1 is 3 + 20 s).
@@ -24,7 +26,8 @@ async function main() {
     const store = { databaseUrl: databaseUrl(db) };
     const keys = await initStore(store);
     const nodeFlags = ['--trace-gc', ...(process.env.PROBE_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
-    const server = await ServerProcess.start({ store, processes: 1, nodeFlags, logFile });
+    const processes = process.env.PROBE_PROCESSES === 'default' ? 'default' : Number(process.env.PROBE_PROCESSES ?? 1);
+    const server = await ServerProcess.start({ store, processes, nodeFlags, logFile });
     const api = new Api(server.url, keys.private_key);
     const customers = await api.createCustomers(1000, 'half');
     await earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: warmupSeconds }); // warm-up, at full speed

@@ -12,6 +12,14 @@
  * (ρ = 0) is followed by `keep / (1 − keep)` times its length. Every pause is at least `probe` of
  * its round, so ρ stays measured. When nobody else wrote in the last pause nor in the round, no
  * pause at all (a catch-up after downtime runs flat out). Pure: the scheduler tells it what it saw.
+ *
+ * The rate in short pauses right after rounds runs below the others' undisturbed rate (measured:
+ * about 88% of it), so `keep` of it is less than `keep` of what they did before. So the pacer also
+ * keeps a reference, their rate while no due work ran (the scheduler's idle polls, and any pause
+ * of `longPauseMs` or more, which holds what they do now if their load changed), and pauses at
+ * least long enough for a cycle to give them `keep` of that at the rate of the last pause:
+ *
+ *   (round · r_round + pause · r_pause) / (round + pause) ≥ keep · r_ref
  */
 export class Pacer {
   /** ρ, smoothed; until a pause has been measured (since others began writing), the cautious 0 (others stop during rounds). */
@@ -20,16 +28,30 @@ export class Pacer {
   /** Whether others wrote during the last pause (at first: assumed, so the first round is paced). */
   private othersBetween = true;
 
+  /** The others' events per ms while no due work ran; null until measured. */
+  private reference: number | null = null;
+  /** Their events per ms in the last pause; null until one is measured. */
+  private pauseRate: number | null = null;
+
   constructor(
     private readonly keep: number,
-    private readonly options: { maxPauseMs: number; smoothing: number; probe: number } = { maxPauseMs: 5_000, smoothing: 0.3, probe: 0.1 },
+    private readonly options: { maxPauseMs: number; smoothing: number; probe: number; longPauseMs: number } = { maxPauseMs: 5_000, smoothing: 0.3, probe: 0.1, longPauseMs: 5_000 },
   ) {}
 
   /** The pause after a round of `roundMs` in which others wrote `others` events. */
   pauseAfter(roundMs: number, others: number): number {
     if (this.keep <= 0 || (others === 0 && !this.othersBetween)) return 0;
-    const needed = (roundMs * (this.keep - this.ratio)) / (1 - this.keep);
+    let needed = (roundMs * (this.keep - this.ratio)) / (1 - this.keep);
+    if (this.reference !== null && this.pauseRate !== null) {
+      const floor = this.keep * this.reference;
+      needed = Math.max(needed, this.pauseRate > floor ? (floor * roundMs - others) / (this.pauseRate - floor) : this.options.maxPauseMs);
+    }
     return Math.min(this.options.maxPauseMs, Math.max(roundMs * this.options.probe, needed));
+  }
+
+  /** A stretch of `ms` with no due work running, in which others wrote `others` events: their undisturbed rate. */
+  idle(ms: number, others: number): void {
+    if (ms > 0) this.reference = others / ms;
   }
 
   /** What a round and the pause after it measured: their lengths and the others' events in each. */
@@ -39,7 +61,13 @@ export class Pacer {
       // Nobody else wrote: what was measured was of writers gone (say, a bulk load); whoever comes next starts cautious.
       this.ratio = 0;
       this.measured = false;
+      this.reference = null;
+      this.pauseRate = null;
       return;
+    }
+    if (pause.ms > 0) {
+      this.pauseRate = pause.others / pause.ms;
+      if (pause.ms >= this.options.longPauseMs) this.reference = this.pauseRate;
     }
     if (round.ms <= 0 || pause.ms <= 0) return;
     const ratio = Math.min(1, round.others / round.ms / (pause.others / pause.ms));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Pacer } from '../../src/lifecycle/pacing.js';
 
-const options = { maxPauseMs: 5_000, smoothing: 1, probe: 0.1 };
+const options = { maxPauseMs: 5_000, smoothing: 1, probe: 0.1, longPauseMs: 5_000 };
 
 describe('lifecycle pacing', () => {
   it('pauses keep / (1 − keep) times a round that stopped the others, so they keep that share of their rate', () => {
@@ -40,5 +40,29 @@ describe('lifecycle pacing', () => {
     expect(pacer.pauseAfter(100, 100)).toBeCloseTo(10);
     pacer.observe({ ms: 100, others: 0 }, { ms: 10, others: 0 });
     expect(pacer.pauseAfter(100, 5)).toBeCloseTo(400);
+  });
+
+  it('pauses long enough for the others to keep their share of the rate they wrote at with no due work, when pauses run below it', () => {
+    const pacer = new Pacer(0.8, options);
+    pacer.idle(500, 500); // undisturbed: 1/ms
+    // A round that slows them to half; the pause after it finds them at 0.9/ms, below their undisturbed rate.
+    pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 90 });
+    const pause = pacer.pauseAfter(100, 50);
+    // By the ratio alone (ρ = 0.5 / 0.9) the pause would be about 97 ms and the cycle would give them about 0.71/ms.
+    expect(pause).toBeCloseTo((0.8 * 100 - 50) / (0.9 - 0.8));
+    expect((50 + 0.9 * pause) / (100 + pause)).toBeCloseTo(0.8); // 80% of their undisturbed 1/ms
+    // Pauses that never get them back to 80% of it: the longest pause, which then measures their rate anew.
+    pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 70 });
+    expect(pacer.pauseAfter(100, 50)).toBe(5_000);
+    pacer.observe({ ms: 100, others: 50 }, { ms: 5_000, others: 3_500 }); // their load fell to 0.7/ms
+    expect(pacer.pauseAfter(100, 50)).toBeLessThan(5_000);
+  });
+
+  it('forgets the undisturbed rate with the writers: once nobody writes in a pause, only the ratio paces', () => {
+    const pacer = new Pacer(0.8, options);
+    pacer.idle(500, 500);
+    pacer.observe({ ms: 100, others: 0 }, { ms: 100, others: 0 });
+    pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 90 });
+    expect(pacer.pauseAfter(100, 50)).toBeCloseTo((100 * (0.8 - 50 / 90)) / 0.2);
   });
 });
