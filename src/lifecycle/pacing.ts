@@ -30,6 +30,8 @@ export class Pacer {
 
   /** The others' events per ms while no due work ran; null until measured. */
   private reference: number | null = null;
+  /** The last idle poll: when, and the log's head then. */
+  private lastIdle: { at: number; head: number } | null = null;
   /** Their events per ms in the last pause; null until one is measured. */
   private pauseRate: number | null = null;
 
@@ -49,9 +51,18 @@ export class Pacer {
     return Math.min(this.options.maxPauseMs, Math.max(roundMs * this.options.probe, needed));
   }
 
-  /** A stretch of `ms` with no due work running, in which others wrote `others` events: their undisturbed rate. */
-  idle(ms: number, others: number): void {
-    if (ms > 0) this.reference = others / ms;
+  /**
+   * An idle poll of the loop (no due work) at `at` ms, the log's head then being `head` events:
+   * between two in a row, the others wrote undisturbed, and their rate is the reference.
+   */
+  idle(at: number, head: number): void {
+    if (this.lastIdle && at > this.lastIdle.at) this.reference = (head - this.lastIdle.head) / (at - this.lastIdle.at);
+    this.lastIdle = { at, head };
+  }
+
+  /** Due work ran: the next idle poll begins a new undisturbed stretch. */
+  busy(): void {
+    this.lastIdle = null;
   }
 
   /** What a round and the pause after it measured: their lengths and the others' events in each. */

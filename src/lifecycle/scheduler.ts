@@ -92,8 +92,6 @@ const FAILURE_BACKOFF_MS = 5_000;
 export class LifecycleScheduler {
   private readonly loop: BackgroundLoop;
   private readonly pacer: Pacer;
-  /** The last idle poll (nothing due): when, and the log's head then. */
-  private idleSince: { at: number; head: Checkpoint } | null = null;
   /** Ends the loop's pause early (on stop). */
   private endPause: (() => void) | null = null;
 
@@ -129,12 +127,10 @@ export class LifecycleScheduler {
     const before = await logHead?.();
     const runs = await this.runOnce();
     if (runs.length === 0) {
-      // Between two idle polls the others wrote undisturbed: the pacer's reference.
-      if (before && this.idleSince) this.pacer.idle(started - this.idleSince.at, eventsBetween(this.idleSince.head, before));
-      this.idleSince = before ? { at: started, head: before } : null;
+      if (before) this.pacer.idle(started, Number(before.globalPosition));
       return false;
     }
-    this.idleSince = null;
+    this.pacer.busy();
     const last = runs.reduce<Checkpoint | null>((a, r) => (r.position && (!a || compareCheckpoints(r.position, a) > 0) ? r.position : a), null);
     if (last && settle) await settle(last);
     if (!logHead || !before) return true;

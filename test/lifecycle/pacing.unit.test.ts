@@ -44,7 +44,8 @@ describe('lifecycle pacing', () => {
 
   it('pauses long enough for the others to keep their share of the rate they wrote at with no due work, when pauses run below it', () => {
     const pacer = new Pacer(0.8, options);
-    pacer.idle(500, 500); // undisturbed: 1/ms
+    pacer.idle(1_000, 2_000);
+    pacer.idle(1_500, 2_500); // two idle polls: undisturbed, 1/ms
     // A round that slows them to half; the pause after it finds them at 0.9/ms, below their undisturbed rate.
     pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 90 });
     const pause = pacer.pauseAfter(100, 50);
@@ -60,9 +61,21 @@ describe('lifecycle pacing', () => {
 
   it('forgets the undisturbed rate with the writers: once nobody writes in a pause, only the ratio paces', () => {
     const pacer = new Pacer(0.8, options);
+    pacer.idle(0, 0);
     pacer.idle(500, 500);
     pacer.observe({ ms: 100, others: 0 }, { ms: 100, others: 0 });
     pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 90 });
     expect(pacer.pauseAfter(100, 50)).toBeCloseTo((100 * (0.8 - 50 / 90)) / 0.2);
+  });
+
+  it('measures the undisturbed rate only between two idle polls with no due work between them', () => {
+    const pacer = new Pacer(0.8, options);
+    pacer.idle(0, 0);
+    pacer.busy(); // a round ran: the stretch from the last idle poll is not undisturbed
+    pacer.idle(1_000, 100); // the first idle poll after it: no reference yet
+    pacer.observe({ ms: 100, others: 50 }, { ms: 100, others: 90 });
+    expect(pacer.pauseAfter(100, 50)).toBeCloseTo((100 * (0.8 - 50 / 90)) / 0.2); // the ratio alone
+    pacer.idle(1_500, 600); // then one more: 1/ms
+    expect(pacer.pauseAfter(100, 50)).toBeCloseTo((0.8 * 100 - 50) / (0.9 - 0.8));
   });
 });
