@@ -7,8 +7,8 @@
  *   tsx scripts/bench/ab-earn.ts <checkout A>[:processes|default] <checkout B>[:processes|default] [rounds=4] [seconds=8] [processes=1] [hot|spread]
  * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections. A side's own
  * `:processes` overrides the common one, so one checkout can be measured against itself on more
- * HTTP processes (`. .:2`), or in the topology `serve` picks by default (`. .:default`). It prints each turn's earns/s and p99, and B's rate over A's per round
- * and the median of those.
+ * HTTP processes (`. .:2`), or in the topology `serve` picks by default (`. .:default`). It prints
+ * each turn's earns/s and p99, and B's rate over A's per round and the median of those.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +21,7 @@ if (!process.argv[2] || !process.argv[3]) throw new Error('usage: ab-earn.ts <ch
 const rounds = Number(process.argv[4] ?? 4);
 const seconds = Number(process.argv[5] ?? 8);
 const processes = Number(process.argv[6] ?? 1);
-/** A side: `<checkout>[:processes]`. */
+/** A side: `<checkout>[:processes|default]`. */
 const sideOf = (arg: string) => {
   const [root, own] = /^(.*?)(?::(\d+|default))?$/.exec(arg)!.slice(1);
   const count: number | 'default' = own === 'default' ? 'default' : own ? Number(own) : processes;

@@ -364,7 +364,7 @@ async function lifecycleRow(tmp: string): Promise<Row> {
       (r.earnsAfter === null ? '' : ` and ${fmt(r.earnsAfter)}/s after the last expiry (the same load going on: a control at the same minute)`),
   );
   notes.push(
-    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on ${defaultTopology({ databaseUrl: 'postgres://127.0.0.1/' })} ` +
+    `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on ${defaultTopology({ databaseUrl: databaseUrl('lifecycle') })} ` +
       `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
       `earns of the load customers while both ran` +
       (r.earnsAfter === null ? '' : ` (and after the last expiry, the load going on: ${fmt(r.earnsAfter)}/s)`) +

@@ -1,8 +1,8 @@
 /**
  * The bench's half-rate earn row alone, to study its tail: 1,000 customers, 64 connections, open
  * loop at a given rate, on `serve --processes 1` (PROBE_PROCESSES: another count, or `default`:
- * the topology `serve` picks), with the server's garbage-collection pauses (of the primary only,
- * when it serves from several).
+ * the topology `serve` picks), with the server's garbage-collection pauses (of every process of
+ * it, when it serves from several: the children inherit `--trace-gc` and the log).
  * Usage: tsx scripts/bench/half-rate.ts [rate=960] [seconds=20]; PROBE_NODE_FLAGS='--flag …' adds
  * node flags to the server (`--trace-gc` is always on: the pauses are read from its log);
  * PROBE_WARMUP_SECONDS (5) is the full-speed warm-up before it (the bench's row 1 is 3 + 20 s).
