@@ -602,9 +602,9 @@ function configOf(store: Store) {
 
 /** What `serve` runs by default on this machine for `store`, e.g. "the default \`serve\`: 1 HTTP process and a workers process". */
 function defaultTopology(store: Store): string {
-  const cores = os.availableParallelism();
-  const http = servingProcesses(configOf(store), undefined, cores);
-  return `the default \`serve\`: ${workersApart(configOf(store), undefined, cores) ? `${counted(http, 'HTTP process', 'HTTP processes')} and a workers process` : 'one process'}`;
+  const [config, cores] = [configOf(store), os.availableParallelism()];
+  const http = servingProcesses(config, undefined, cores);
+  return `the default \`serve\`: ${workersApart(config, undefined, cores) ? `${counted(http, 'HTTP process', 'HTTP processes')} and a workers process` : 'one process'}`;
 }
 
 /** BENCH_ONLY=processes: rows 1 and 3 in the default topology, then rows 3b and 3c. */

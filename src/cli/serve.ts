@@ -42,10 +42,12 @@ export async function serve(config: Config, role: ServeRole = 'all', processesFl
       `--role ${role} needs a PostgreSQL server (DATABASE_URL): one process owns the embedded store (PGlite), so it cannot be split into API and workers; use --role all, or set DATABASE_URL.`,
     );
   }
-  const processes = servingProcesses(config, processesFlag, availableParallelism());
+  const cores = availableParallelism();
+  const processes = servingProcesses(config, processesFlag, cores);
   const childRole = clusterChildRole();
   if (childRole) return serveClusterChild(config, childRole);
-  if (role !== 'workers' && (processes > 1 || (role === 'all' && workersApart(config, processesFlag, availableParallelism())))) {
+  // Under a primary: role `all` whenever its workers go apart (always beside several HTTP processes), `api` beside several.
+  if (role !== 'workers' && (role === 'all' ? workersApart(config, processesFlag, cores) : processes > 1)) {
     return superviseCluster(config, { role, processes, logger: pino({ level: config.logLevel }) });
   }
 

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
-import { loadConfig, servingProcesses } from '../../src/config.js';
+import { loadConfig, servingProcesses, workersApart } from '../../src/config.js';
+import { counted } from '../../src/plural.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   api,
@@ -108,9 +109,9 @@ describe.runIf(SERVER_MODE)(
       const store = await newStore();
       const server = await startServer(store, { processes: 'default' });
       const { privateKey: key } = printedKeys(server.stdout);
-      const apart = availableParallelism() > 1;
-      const httpProcesses = servingProcesses(loadConfig({ DATABASE_URL: store.env.DATABASE_URL }), undefined, availableParallelism());
-      if (apart) expect(server.stdout).toContain(`(${httpProcesses === 1 ? '1 HTTP process' : `${httpProcesses} HTTP processes`} and a workers process)`);
+      const config = loadConfig({ DATABASE_URL: store.env.DATABASE_URL });
+      const cores = availableParallelism();
+      if (workersApart(config, undefined, cores)) expect(server.stdout).toContain(`(${counted(servingProcesses(config, undefined, cores), 'HTTP process', 'HTTP processes')} and a workers process)`);
       else expect(server.stdout).not.toContain('workers process');
       // Earns answered by the HTTP process are projected by the workers process before the answer (read-your-writes).
       const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'apart@example.com' } });
