@@ -24,7 +24,8 @@ const isDataException = (error: unknown) => typeof (error as { code?: unknown })
  * kind of row at once. Calls queue in arrival order; they leave at the end of the event loop's
  * turn (so the requests read from the sockets in one turn travel together), at most
  * `maxInFlight` statements at once, and while those are out the queue grows into the next batch.
- * Alone, a call leaves at once, in the same turn, and costs what an unbatched statement costs.
+ * Alone, a call leaves at the end of the same turn (an immediate, never a timer), and costs what an
+ * unbatched statement costs.
  *
  * Each call still sees everything committed before it was made: its statement starts after it
  * joined the queue. `run` answers one output per input, in order. If a statement of several

@@ -26,11 +26,13 @@ describe('batched', () => {
     expect(batches).toEqual([[1, 2, 3]]);
   });
 
-  it('sends a read asked alone within the same turn, before any timer', async () => {
+  it('sends a read asked alone at the end of the same turn, waiting for no company', async () => {
     const { run, batches } = recordingRun();
     const read = batched(run, { maxBatch: 64, maxInFlight: 4 });
     void read(7);
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(batches).toEqual([]);
+    // An immediate queued after the read's own runs after it, in the same check phase: no timer, no later turn.
+    await turn();
     expect(batches).toEqual([[7]]);
   });
 
