@@ -41,7 +41,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           const started = Date.now();
           const bar = rebuildProgressBar(kit.io.stderr);
           bar.start(1, 0, { projector: names, rate: 0 });
-          const result = await rebuildProjections(services.db, services.store, chosen, {
+          const result = await rebuildProjections(services.database, services.store, chosen, {
             onProgress: ({ done, total }) => {
               const seconds = Math.max((Date.now() - started) / 1000, 0.001);
               bar.setTotal(total);

@@ -37,18 +37,27 @@ export interface RowSetInsertOptions {
  * give JSON values that must be stored as the JSON literal `null` through `also`), a `json`/`jsonb`
  * column's value is its JSON, a Date its ISO instant, another object its JSON, the rest `String`.
  *
+ * `prepare` builds the statement without sending it, for a caller that wants its JavaScript done
+ * before it waits on the database (the customers projector, so that a rebuild builds a page while
+ * PostgreSQL writes the one before).
+ *
  * @example
  * const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS);
  * await insertLedger(trx, rows);
  */
 export function rowSetInsert(table: string, columns: Columns, options: RowSetInsertOptions = {}) {
   let withArrays: ReturnType<typeof compiledOnce<string>> | undefined;
-  return async (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): Promise<void> => {
-    if (rows.length === 0) return;
+  /** The insert built, not yet sent: a function that sends it (nothing to send for no rows). */
+  const prepare = (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): (() => Promise<void>) => {
+    if (rows.length === 0) return async () => {};
     withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
     const query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
-    await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
+    return async () => {
+      await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
+    };
   };
+  const insert = (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): Promise<void> => prepare(trx, rows)();
+  return Object.assign(insert, { prepare });
 }
 
 /** The insert, with each column's array in the place `column(name)` gives it. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { withoutQueryDeadline } from '../db/query-deadline.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
 import { decodeAll } from '../events/decode.js';
@@ -28,6 +29,13 @@ export interface RebuildOptions {
   /** How many times the swap may find the live projection ahead of the copy before giving up. */
   maxSwapAttempts?: number;
 }
+
+/**
+ * Pages applied in one transaction on a PostgreSQL server, where each page's writes are sent while
+ * the next page is built. 20 pages of 5,000 events: a few seconds, so the transaction never holds
+ * back vacuum of the live tables for long.
+ */
+const PIPELINED_PAGES = 20;
 
 export interface RebuildResult {
   projectors: string[];
@@ -58,20 +66,27 @@ export interface RebuildResult {
  * never takes a lock that blocks readers. It costs one copy of the rows inside the swap.
  */
 export function rebuildProjections(
-  db: Kysely<Database>,
+  database: Pick<DatabaseHandle, 'db' | 'kind'>,
   store: EventStore,
   projectors: readonly Projector[],
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
   // A rebuild may run long (big pages, the swap waiting for a lock): no query deadline.
-  return withoutQueryDeadline(() => rebuild(db, store, projectors, options));
+  return withoutQueryDeadline(() => rebuild(database, store, projectors, options));
 }
 
-async function rebuild(db: Kysely<Database>, store: EventStore, projectors: readonly Projector[], options: RebuildOptions): Promise<RebuildResult> {
+async function rebuild(
+  { db, kind }: Pick<DatabaseHandle, 'db' | 'kind'>,
+  store: EventStore,
+  projectors: readonly Projector[],
+  options: RebuildOptions,
+): Promise<RebuildResult> {
   const reactor = projectors.find((p) => p.reactor);
   if (reactor) throw new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
   const names = projectors.map((p) => p.name);
   const batchSize = options.batchSize ?? 5_000;
+  // PGlite has one connection: a transaction over several pages would hold it from the log's reads.
+  const pagesPerTransaction = kind === 'postgres' ? PIPELINED_PAGES : 1;
   const scratch = `loyalty_rebuild_${randomBytes(4).toString('hex')}`;
   const live = (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
   const tables = projectors.flatMap((p) => p.tables);
@@ -91,19 +106,38 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
     return page;
   };
 
-  /** Applies every event after `position` to the copies, reading each page while the last one is applied. */
+  /**
+   * Applies every event after `position` to the copies, reading each page while the last one is
+   * applied. Up to `pagesPerTransaction` pages go in one transaction, pipelined: a page's writes
+   * (the projectors' deferred writes, most of PostgreSQL's work) are sent as soon as it is applied,
+   * and the next page is built in JavaScript while PostgreSQL executes them. Statements of one
+   * connection run in the order sent, so each page still sees the one before it.
+   */
   const catchUp = async (): Promise<void> => {
     let page = pageAfter(position);
     for (;;) {
-      const { count, decoded, checkpoint } = await page;
-      if (count === 0) return;
-      page = pageAfter(checkpoint);
+      let current = await page;
+      if (current.count === 0) return;
       await db.transaction().execute(async (trx) => {
         await sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
-        for (const projector of projectors) await applyEvents(projector, decoded, trx);
+        let sending: Promise<unknown> = Promise.resolve();
+        for (let pages = 1; ; pages++) {
+          page = pageAfter(current.checkpoint);
+          for (const projector of projectors) await applyEvents(projector, current.decoded, trx);
+          await sending; // at most one page's writes out at a time
+          done += current.count;
+          if (pages === pagesPerTransaction) break;
+          // A statement that is not deferred sends the waiting writes before it (src/db/deferred-writes.ts).
+          sending = sql`select 1`.execute(trx);
+          sending.catch(() => undefined); // awaited next; a failure also fails the transaction
+          await report(); // a page within the transaction: only on a server, where others' statements need not wait for it
+          const next = await page;
+          if (next.count === 0) break;
+          current = next;
+        }
+        await sending;
       });
-      position = checkpoint;
-      done += count;
+      position = current.checkpoint;
       // Everything up to `position` is done: only the rest of the log needs counting again.
       if (done > total) total = done + (await store.countEvents(position));
       await report();
@@ -128,12 +162,12 @@ async function rebuild(db: Kysely<Database>, store: EventStore, projectors: read
 
 /** One projector: `rebuildProjections` of it alone. */
 export async function rebuildProjection(
-  db: Kysely<Database>,
+  database: Pick<DatabaseHandle, 'db' | 'kind'>,
   store: EventStore,
   projector: Projector,
   options: RebuildOptions = {},
 ): Promise<{ projector: string; events: number; checkpoint: Checkpoint }> {
-  const result = await rebuildProjections(db, store, [projector], options);
+  const result = await rebuildProjections(database, store, [projector], options);
   return { projector: projector.name, events: result.events, checkpoint: result.checkpoint };
 }
 

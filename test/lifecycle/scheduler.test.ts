@@ -200,7 +200,7 @@ describe('lifecycle scheduler (injected clock)', () => {
     await t.services.projections.catchUp();
     const live = await tables();
     expect((live.lots as unknown[]).length).toBeGreaterThan(5);
-    await rebuildProjection(t.services.db, t.services.store, customersProjector, { batchSize: 7 });
+    await rebuildProjection(t.services.database, t.services.store, customersProjector, { batchSize: 7 });
     expect(await tables()).toEqual(live);
   });
 });

@@ -69,9 +69,9 @@ afterAll(() => handle?.close());
 
 describe('customers projector, set-based', () => {
   it('leaves the same rows from one batch holding every event as from one event per batch, each ledger line with its running balance', async () => {
-    await rebuildProjection(handle.db, store, customersProjector, { batchSize: 1 });
+    await rebuildProjection(handle, store, customersProjector, { batchSize: 1 });
     const oneByOne = await customerModels();
-    await rebuildProjection(handle.db, store, customersProjector, { batchSize: 10_000 });
+    await rebuildProjection(handle, store, customersProjector, { batchSize: 10_000 });
     const oneBatch = await customerModels();
     expect(oneBatch).toEqual(oneByOne);
 

@@ -152,8 +152,8 @@ describe('lots read model (customers projector)', () => {
   it('reproduces lots, customers, ledger and days row for row in a rebuild, whatever the batch size', async () => {
     const live = { lots: await rows('lots'), customers: await rows('customers', 'id'), ledger: await rows('ledger_entries'), days: await rows('daily_points', 'day') };
     for (const batchSize of [1, 10_000]) {
-      await rebuildProjection(handle.db, store, customersProjector, { batchSize });
-      await rebuildProjection(handle.db, store, dailyPointsProjector, { batchSize });
+      await rebuildProjection(handle, store, customersProjector, { batchSize });
+      await rebuildProjection(handle, store, dailyPointsProjector, { batchSize });
       expect({ lots: await rows('lots'), customers: await rows('customers', 'id'), ledger: await rows('ledger_entries'), days: await rows('daily_points', 'day') }).toEqual(live);
     }
   });

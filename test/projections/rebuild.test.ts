@@ -71,7 +71,7 @@ describe('projections rebuild', () => {
 
     for (const projector of REBUILT) {
       let writesDone = false;
-      const result = await rebuildProjection(t.services.db, t.services.store, projector, {
+      const result = await rebuildProjection(t.services.database, t.services.store, projector, {
         batchSize: 10,
         // Mid-replay, from the second batch on: real writes and reads through the API, several at once.
         async onProgress({ done }) {
@@ -133,7 +133,7 @@ describe('projections rebuild', () => {
     expect(await readModels(t)).not.toEqual(before);
     const logged = await t.services.store.countEvents(START);
 
-    const result = await rebuildProjections(t.services.db, t.services.store, REBUILT, { batchSize: 7 });
+    const result = await rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 7 });
     expect(result.projectors).toEqual(REBUILT.map((p) => p.name));
     expect(result.events).toBe(logged); // the whole log, replayed into all the copies
     expect(await readModels(t)).toEqual(before);
@@ -142,7 +142,7 @@ describe('projections rebuild', () => {
 
   it('refuses the webhooks reactor, whose replay would send webhooks again', async () => {
     const webhooks = PROJECTORS.find((p) => p.name === 'webhooks')!;
-    await expect(rebuildProjection(t.services.db, t.services.store, webhooks)).rejects.toThrow(/reactor/);
+    await expect(rebuildProjection(t.services.database, t.services.store, webhooks)).rejects.toThrow(/reactor/);
     const leftovers = await sql<{ n: number }>`select count(*)::int as n from pg_namespace where nspname like 'loyalty_rebuild_%'`.execute(t.services.db);
     expect(leftovers.rows[0]!.n).toBe(0);
   });

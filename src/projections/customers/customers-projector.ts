@@ -294,31 +294,40 @@ export const customersProjector = defineProjector<Batch>({
     },
   },
   async end({ trx, registered, later, tierChanges, recorded, ledger, net, lots }) {
-    await insertCustomers(trx, registered);
-    for (const statement of later) await statement();
-    await insertTierChanges(trx, tierChanges);
-    await insertRecordedEvents(trx, recorded);
-    await insertLedger(trx, ledger);
-    await insertLots(trx, lots.rows());
+    // Every statement is built before the first is sent (the JavaScript of a batch is mostly
+    // here): in a rebuild the page before this one is still being written meanwhile, and the
+    // first statement sent waits for it (src/projections/rebuild.ts).
+    const newCustomers = insertCustomers.prepare(trx, registered);
+    const deferredInserts = [
+      insertTierChanges.prepare(trx, tierChanges),
+      insertRecordedEvents.prepare(trx, recorded),
+      insertLedger.prepare(trx, ledger),
+      insertLots.prepare(trx, lots.rows()),
+    ];
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
-    if (net.size > 0) {
-      const nets = [...net.values()];
-      const column = <T>(pick: (n: (typeof nets)[number]) => T) => nets.map(pick);
-      const applyNets = CompiledQuery.raw(APPLY_NETS, [
-        column((n) => n.id),
-        column((n) => n.balance),
-        column((n) => n.earned),
-        column((n) => n.redeemed),
-        column((n) => n.expired),
-        column((n) => n.pending),
-        column((n) => n.updated_at),
-      ]);
-      await trx.executeQuery(deferredWrite(applyNets));
-    }
+    const applyNets = net.size > 0 ? netsQuery([...net.values()]) : null;
+    await newCustomers();
+    for (const statement of later) await statement();
+    for (const insert of deferredInserts) await insert();
+    if (applyNets) await trx.executeQuery(deferredWrite(applyNets));
     const expiring = lots.expiryChanged();
     if (expiring.length > 0) await refreshNextExpiring(trx, expiring);
   },
 });
+
+/** The batch's balance changes as `APPLY_NETS` with its column arrays. */
+function netsQuery(nets: readonly NetChange[]): CompiledQuery {
+  const column = <T>(pick: (n: NetChange) => T) => nets.map(pick);
+  return CompiledQuery.raw(APPLY_NETS, [
+    column((n) => n.id),
+    column((n) => n.balance),
+    column((n) => n.earned),
+    column((n) => n.redeemed),
+    column((n) => n.expired),
+    column((n) => n.pending),
+    column((n) => n.updated_at),
+  ]);
+}
 
 /**
  * The earliest expiry among the customers' lots with points left (pending included) and the
