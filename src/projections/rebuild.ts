@@ -49,10 +49,11 @@ export interface RebuildResult {
  *
  * 1. The copies live in a schema of their own (`loyalty_rebuild_<random>`, dropped at the end),
  *    created `like` the live tables, so indexes and unique keys behave the same. The projectors
- *    run unchanged: each batch's transaction puts that schema first on its `search_path`, so their
+ *    run unchanged: each replay transaction puts that schema first on its `search_path`, so their
  *    unqualified table names resolve to the copies (and anything else they read to the live
  *    tables). The log is streamed in large pages, ONE read for all the projectors rebuilt, each
- *    page applied set-based in one transaction while the next page is being read.
+ *    page applied set-based while the next page is being read; on a server, pages are pipelined
+ *    (see `catchUp`).
  * 2. The swap transaction takes the projectors' advisory locks (the live runner's batches skip
  *    them), locks the live tables against writes (reads go on), refuses if a live projector got
  *    past the copy (then it catches up and tries again: moving a checkpoint back would un-show
