@@ -49,6 +49,7 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
             },
           }).finally(() => bar.stop());
           const seconds = ((Date.now() - started) / 1000).toFixed(1);
+          for (const schema of result.abandonedDropped) kit.io.stderr.write(`Dropped schema ${schema}: the copies of a rebuild that stopped halfway.\n`);
           for (const projector of chosen) {
             kit.io.stdout.write(
               `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${counted(result.events, 'event')} replayed in ${seconds} s, checkpoint ${result.checkpoint.globalPosition}.\n`,

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { DatabaseHandle } from '../db/database.js';
@@ -6,6 +5,7 @@ import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
+import { dropAbandonedScratch, withScratchSchema } from './rebuild-scratch.js';
 
 export interface RebuildProgress {
   /** The projectors being rebuilt, comma-separated. */
@@ -41,13 +41,16 @@ export interface RebuildResult {
   projectors: string[];
   events: number;
   checkpoint: Checkpoint;
+  /** Scratch schemas of earlier rebuilds that died halfway, dropped before this one started. */
+  abandonedDropped: string[];
 }
 
 /**
  * `loyalty projections rebuild`: replays the whole log into fresh copies of the projectors' tables,
  * then swaps their contents in, in one transaction, while the service keeps serving.
  *
- * 1. The copies live in a schema of their own (`loyalty_rebuild_<random>`, dropped at the end),
+ * 1. The copies live in a schema of their own (`loyalty_rebuild_<random>`, dropped at the end, or
+ *    by the next rebuild if this one dies: `withScratchSchema`),
  *    created `like` the live tables, so indexes and unique keys behave the same. The projectors
  *    run unchanged: each replay transaction puts that schema first on its `search_path`, so their
  *    unqualified table names resolve to the copies (and anything else they read to the live
@@ -72,23 +75,28 @@ export function rebuildProjections(
   projectors: readonly Projector[],
   options: RebuildOptions = {},
 ): Promise<RebuildResult> {
+  const reactor = projectors.find((p) => p.reactor);
+  if (reactor) return Promise.reject(new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`));
   // A rebuild may run long (big pages, the swap waiting for a lock): no query deadline.
-  return withoutQueryDeadline(() => rebuild(database, store, projectors, options));
+  return withoutQueryDeadline(() =>
+    withScratchSchema(database, async (scratch) => {
+      const abandonedDropped = await dropAbandonedScratch(database);
+      return { ...(await rebuild(database, store, projectors, scratch, options)), abandonedDropped };
+    }),
+  );
 }
 
 async function rebuild(
   { db, kind }: Pick<DatabaseHandle, 'db' | 'kind'>,
   store: EventStore,
   projectors: readonly Projector[],
+  scratch: string,
   options: RebuildOptions,
-): Promise<RebuildResult> {
-  const reactor = projectors.find((p) => p.reactor);
-  if (reactor) throw new Error(`'${reactor.name}' is a reactor: replaying it would repeat its effects, so it is not rebuilt.`);
+): Promise<Omit<RebuildResult, 'abandonedDropped'>> {
   const names = projectors.map((p) => p.name);
   const batchSize = options.batchSize ?? 5_000;
   // PGlite has one connection: a transaction over several pages would hold it from the log's reads.
   const pagesPerTransaction = kind === 'postgres' ? PIPELINED_PAGES : 1;
-  const scratch = `loyalty_rebuild_${randomBytes(4).toString('hex')}`;
   const live = (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema;
   const tables = projectors.flatMap((p) => p.tables);
 

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditIsClean } from '../../src/audit/audit-report.js';
 import { auditStore } from '../../src/audit/audit-store.js';
@@ -138,6 +139,35 @@ describe('projections rebuild', () => {
     expect(result.events).toBe(logged); // the whole log, replayed into all the copies
     expect(await readModels(t)).toEqual(before);
     for (const status of await projectionStatus(t.services.db, t.services.store, PROJECTORS)) expect(status, status.name).toMatchObject({ lag: 0 });
+  });
+
+  it('drops the copies of a rebuild that died halfway, and leaves those of one that still runs in another process', async () => {
+    const schemas = async () =>
+      (await sql<{ name: string }>`select nspname as name from pg_namespace where nspname like 'loyalty_rebuild_%' order by 1`.execute(t.services.db)).rows.map((r) => r.name);
+    // What a rebuild killed with -9 leaves: its schema and copies, and no session holding its lock.
+    await sql`create schema loyalty_rebuild_0dead000`.execute(t.services.db);
+    await sql`create unlogged table loyalty_rebuild_0dead000.ledger_entries as select * from ledger_entries`.execute(t.services.db);
+    // On a server, another process's rebuild still running: its session holds the schema's lock.
+    const other = t.services.database.kind === 'postgres' ? new pg.Client({ connectionString: t.services.database.url }) : null;
+    let ended = false;
+    if (other) {
+      await other.connect();
+      await other.query(`select pg_advisory_lock(hashtext('rebuild scratch:loyalty_rebuild_0a11ve00'))`);
+      await other.query('create schema loyalty_rebuild_0a11ve00');
+    }
+    try {
+      const result = await rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 50 });
+      expect(result.abandonedDropped).toEqual(['loyalty_rebuild_0dead000']);
+      expect(await schemas()).toEqual(other ? ['loyalty_rebuild_0a11ve00'] : []);
+      // Once its owner is gone, the next rebuild drops it too.
+      await other?.end();
+      ended = true;
+      const next = await rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 50 });
+      expect(next.abandonedDropped).toEqual(other ? ['loyalty_rebuild_0a11ve00'] : []);
+      expect(await schemas()).toEqual([]);
+    } finally {
+      if (!ended) await other?.end();
+    }
   });
 
   it('refuses the webhooks reactor, whose replay would send webhooks again', async () => {
