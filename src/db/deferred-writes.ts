@@ -1,4 +1,5 @@
-import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type TransactionSettings } from 'kysely';
+import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type Transaction, type TransactionSettings } from 'kysely';
+import type { Database } from './schema.js';
 
 /** The queries marked with `deferredWrite`: compiled objects, so the mark costs nothing to test and goes with them. */
 const deferrable = new WeakSet<CompiledQuery>();
@@ -24,6 +25,25 @@ const deferrable = new WeakSet<CompiledQuery>();
 export function deferredWrite(query: CompiledQuery): CompiledQuery {
   deferrable.add(query);
   return query;
+}
+
+/** The statements `sendWaitingWrites` passes to the connection, each with the answer of the writes it sent. */
+const earlySends = new WeakMap<CompiledQuery, { answered: Promise<unknown> }>();
+
+/**
+ * Sends the transaction's waiting writes now, without waiting for their answer: `answered` settles
+ * when PostgreSQL has executed them (rejecting if they fail). The transaction's later statements,
+ * its commit included, are sent after them, each once the one before is answered (the connection
+ * is never handed a statement while another is out), and fail with their error if they fail.
+ * For a caller with JavaScript to do meanwhile: a rebuild builds its next page while the writes of
+ * the last one run (src/projections/rebuild.ts).
+ */
+export async function sendWaitingWrites(trx: Pick<Transaction<Database>, 'executeQuery'>): Promise<{ answered: Promise<unknown> }> {
+  const mark = CompiledQuery.raw('select null');
+  const sent = { answered: Promise.resolve() as Promise<unknown> };
+  earlySends.set(mark, sent);
+  await trx.executeQuery(mark); // a connection that defers nothing runs it: there was nothing to send
+  return sent;
 }
 
 /** A dialect whose transactions hold `deferredWrite`s until their next other statement (see there). */
@@ -68,7 +88,7 @@ class DeferringDriver implements Driver {
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const deferring = connection as DeferringConnection;
     await deferring.flush();
-    deferring.inTransaction = false;
+    deferring.ended();
     await this.inner.commitTransaction(deferring.inner);
   }
 
@@ -107,6 +127,11 @@ const NO_ROWS: QueryResult<never> = Object.freeze({ rows: Object.freeze([]) as u
 class DeferringConnection implements DatabaseConnection {
   inTransaction = false;
   private waiting: CompiledQuery[] = [];
+  /**
+   * After `sendWaitingWrites`, until the transaction ends: the last statement handed to the
+   * connection. Each later one goes once it is answered, and fails with its error if it fails.
+   */
+  private sent: Promise<unknown> | null = null;
 
   constructor(readonly inner: DatabaseConnection) {}
 
@@ -117,6 +142,16 @@ class DeferringConnection implements DatabaseConnection {
       this.waiting.push(query);
       return Promise.resolve(NO_ROWS);
     }
+    const early = earlySends.get(query);
+    if (early && this.inTransaction) {
+      const writes = this.takeWaiting();
+      early.answered = this.afterSent(() => this.send(writes));
+      return Promise.resolve(NO_ROWS);
+    }
+    if (this.sent) {
+      const writes = this.takeWaiting();
+      return this.afterSent(() => this.send(writes).then(() => this.inner.executeQuery<R>(query)));
+    }
     if (this.waiting.length === 0) return this.inner.executeQuery<R>(query);
     return this.flush().then(() => this.inner.executeQuery<R>(query));
   }
@@ -126,18 +161,41 @@ class DeferringConnection implements DatabaseConnection {
     yield* this.inner.streamQuery<R>(query, chunkSize);
   }
 
-  /** Sends the waiting writes, as one statement when there are several. */
+  /** Sends the waiting writes, as one statement when there are several (after what `sendWaitingWrites` sent). */
   async flush(): Promise<void> {
-    if (this.waiting.length === 0) return;
-    const writes = this.waiting;
-    this.waiting = [];
-    await this.inner.executeQuery(writes.length === 1 ? writes[0]! : combined(writes));
+    const writes = this.takeWaiting();
+    await (this.sent ? this.afterSent(() => this.send(writes)) : this.send(writes));
   }
 
   /** Forgets the waiting writes: their transaction ends without them (a rollback). */
   discard(): void {
     this.waiting = [];
+    this.sent = null;
     this.inTransaction = false;
+  }
+
+  /** The transaction is over: what was sent early was answered with it. */
+  ended(): void {
+    this.sent = null;
+    this.inTransaction = false;
+  }
+
+  private takeWaiting(): CompiledQuery[] {
+    const writes = this.waiting;
+    this.waiting = [];
+    return writes;
+  }
+
+  private async send(writes: readonly CompiledQuery[]): Promise<void> {
+    if (writes.length > 0) await this.inner.executeQuery(writes.length === 1 ? writes[0]! : combined(writes));
+  }
+
+  /** `next` once everything sent before it is answered; in its turn, the last thing sent. */
+  private afterSent<T>(next: () => Promise<T>): Promise<T> {
+    const answer = (this.sent ?? Promise.resolve()).then(next);
+    answer.catch(() => undefined); // whoever awaits it hears of its failure, as does every statement after it
+    this.sent = answer;
+    return answer;
   }
 }
 

@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { sendWaitingWrites } from '../db/deferred-writes.js';
 import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
@@ -136,9 +137,7 @@ async function rebuild(
           await sending; // at most one page's writes out at a time
           done += current.count;
           if (pages === pagesPerTransaction) break;
-          // A statement that is not deferred sends the waiting writes before it (src/db/deferred-writes.ts).
-          sending = sql`select 1`.execute(trx);
-          sending.catch(() => undefined); // awaited next; a failure also fails the transaction
+          sending = (await sendWaitingWrites(trx)).answered;
           await report(); // a page within the transaction: only on a server, where others' statements need not wait for it
           const next = await page;
           if (next.count === 0) break;

@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { deferredWrite } from '../../src/db/deferred-writes.js';
+import { deferredWrite, sendWaitingWrites } from '../../src/db/deferred-writes.js';
 import { openTestDatabase } from '../support/test-database.js';
 
 let handle: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -79,6 +79,48 @@ describe('deferred writes (src/db/deferred-writes.ts)', () => {
         await trx.executeQuery(insertItem('clash', 1)); // the primary key is taken
       }),
     ).rejects.toThrow(/duplicate key/);
+    expect(await items()).toEqual([{ name: 'there', n: 1 }]);
+  });
+
+  it('go early with sendWaitingWrites, answered apart; later statements go after them, see them and keep their own order', async () => {
+    const counted = await handle.db.transaction().execute(async (trx) => {
+      await trx.executeQuery(insertItem('a', 1));
+      await trx.executeQuery(insertItem('b', 2));
+      const first = await sendWaitingWrites(trx);
+      // Issued before the early writes are answered: they wait for them.
+      const read = trx.executeQuery<{ n: number }>(CompiledQuery.raw('select count(*)::int as n from deferred_items'));
+      await trx.executeQuery(insertItem('c', 3)); // deferred again, after the read
+      const second = await sendWaitingWrites(trx);
+      await trx.executeQuery(countItems('after both'));
+      await Promise.all([first.answered, second.answered]);
+      return (await read).rows[0]!.n;
+    });
+    expect(counted).toBe(2);
+    expect(await items()).toEqual([
+      { name: 'a', n: 1 },
+      { name: 'b', n: 2 },
+      { name: 'c', n: 3 },
+    ]);
+    const counts = await sql<{ label: string; seen: number }>`select label, seen::int as seen from deferred_counts`.execute(handle.db);
+    expect(counts.rows).toEqual([{ label: 'after both', seen: 3 }]);
+  });
+
+  it('sent early and failing, reject their answer, every later statement of the transaction and its commit, leaving nothing', async () => {
+    await sql`insert into deferred_items (name, n) values ('there', 1)`.execute(handle.db);
+    let answered: Promise<unknown> | undefined;
+    let later: Promise<unknown> | undefined;
+    await expect(
+      handle.db.transaction().execute(async (trx) => {
+        await trx.executeQuery(insertItem('fine', 2));
+        await trx.executeQuery(insertItem('clash', 1)); // the primary key is taken
+        ({ answered } = await sendWaitingWrites(trx));
+        // The answer comes with no other statement of the transaction sent: PostgreSQL ran them.
+        await expect(answered).rejects.toThrow(/duplicate key/);
+        later = trx.executeQuery(CompiledQuery.raw('select 1'));
+        await later.catch(() => undefined);
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    await expect(later).rejects.toThrow(/duplicate key/);
     expect(await items()).toEqual([{ name: 'there', n: 1 }]);
   });
 
