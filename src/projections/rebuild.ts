@@ -120,8 +120,9 @@ async function rebuild(
    * Applies every event after `position` to the copies, reading each page while the last one is
    * applied. Up to `pagesPerTransaction` pages go in one transaction, pipelined: a page's writes
    * (the projectors' deferred writes, most of PostgreSQL's work) are sent as soon as it is applied,
-   * and the next page is built in JavaScript while PostgreSQL executes them. Statements of one
-   * connection run in the order sent, so each page still sees the one before it.
+   * (`sendWaitingWrites`), and the next page is built in JavaScript while PostgreSQL executes
+   * them. The transaction's later statements go once they are answered, so each page still sees
+   * the one before it.
    */
   const catchUp = async (): Promise<void> => {
     let page = pageAfter(position);
