@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { Database } from '../db/schema.js';
 
 /**
@@ -20,21 +21,31 @@ export function snapshotStore(db: Kysely<Database>) {
       return row && { state: row.state, revision: row.revision };
     },
 
-    /** Saves a snapshot unless a newer one of this version is already there; answers its size in characters. */
+    /**
+     * Saves a snapshot unless a newer one of this version is already there; answers its size in
+     * characters. Without the query deadline: a large state's snapshot may take longer than a
+     * request's query may, and a background write that timed out would tell the whole process
+     * that the database does not answer (src/db/query-deadline.ts).
+     */
     async put(stream: string, revision: number, state: unknown): Promise<number> {
       const json = JSON.stringify(state);
-      await db
-        .insertInto('aggregate_snapshots')
-        .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: json, taken_at: new Date() })
-        .onConflict((oc) =>
-          oc.column('stream_id').doUpdateSet((eb) => ({
-            state_version: eb.ref('excluded.state_version'),
-            revision: eb.ref('excluded.revision'),
-            state: eb.ref('excluded.state'),
-            taken_at: eb.ref('excluded.taken_at'),
-          })).where((eb) => eb.or([eb('aggregate_snapshots.revision', '<', eb.ref('excluded.revision')), eb('aggregate_snapshots.state_version', '<>', STATE_VERSION)])),
-        )
-        .execute();
+      await withoutQueryDeadline(() =>
+        db
+          .insertInto('aggregate_snapshots')
+          .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: json, taken_at: new Date() })
+          .onConflict((oc) =>
+            oc
+              .column('stream_id')
+              .doUpdateSet((eb) => ({
+                state_version: eb.ref('excluded.state_version'),
+                revision: eb.ref('excluded.revision'),
+                state: eb.ref('excluded.state'),
+                taken_at: eb.ref('excluded.taken_at'),
+              }))
+              .where((eb) => eb.or([eb('aggregate_snapshots.revision', '<', eb.ref('excluded.revision')), eb('aggregate_snapshots.state_version', '<>', STATE_VERSION)])),
+          )
+          .execute(),
+      );
       return json.length;
     },
   };

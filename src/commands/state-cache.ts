@@ -50,9 +50,18 @@ export class StateCache {
   private readonly persisted = new Map<string, number>();
   /** Per stream, events to fold after its last snapshot before the next (more than SNAPSHOT_EVERY for large states). */
   private readonly snapshotEvery = new Map<string, number>();
+  /**
+   * Streams whose snapshot is being written: one at a time each. A large state's snapshot takes
+   * seconds, and until the first one is written its size (hence its interval) is unknown: without
+   * this, a customer with 150,000 lots had a 40 MB snapshot started every 200 events, each
+   * serialized on the event loop, until the server answered a few earns a second.
+   */
+  private readonly snapshotting = new Set<string>();
   /** Per stream in memory, what its state weighs (with a `weight` bound), and their sum. */
   private readonly weights = new Map<string, number>();
   private weighed = 0;
+  /** The last state remembered that weighs more than the whole bound, while memory holds it (see `evict`). */
+  private oversized: string | undefined;
 
   constructor(
     private readonly capacity = 10_000,
@@ -141,18 +150,42 @@ export class StateCache {
       const weight = this.weight.weigh(entry.state);
       this.weighed += weight - (this.weights.get(stream) ?? 0);
       this.weights.set(stream, weight);
+      if (weight > this.weight.max) this.oversized = stream;
+      else if (this.oversized === stream) this.oversized = undefined;
     }
-    while (this.entries.size > this.capacity || (this.weight && this.weighed > this.weight.max && this.entries.size > 1)) {
-      const oldest = this.entries.keys().next().value!;
-      this.drop(oldest);
-      this.persisted.delete(oldest);
-      this.snapshotEvery.delete(oldest);
-    }
+    this.evict(stream);
     return true;
+  }
+
+  /**
+   * Lets the least recently used entries go while there are more than `capacity`, or while they
+   * weigh more than the bound, never `newest` (the one just remembered). One state heavier than the
+   * whole bound, the last one remembered, stays too, and the bound applies to the others: it is in
+   * use (a customer with 150,000 lots, written all the time), and were it let go each time a light
+   * state came in after it, every command on it would read its snapshot again and fold onto it.
+   */
+  private evict(newest: string): void {
+    for (;;) {
+      const kept = this.oversized;
+      const held = this.weighed - (kept === undefined ? 0 : (this.weights.get(kept) ?? 0));
+      if (this.entries.size <= this.capacity && !(this.weight && held > this.weight.max)) return;
+      let victim: string | undefined;
+      for (const stream of this.entries.keys()) {
+        if (stream !== newest && stream !== kept) {
+          victim = stream;
+          break;
+        }
+      }
+      if (victim === undefined) return;
+      this.drop(victim);
+      this.persisted.delete(victim);
+      this.snapshotEvery.delete(victim);
+    }
   }
 
   /** The stream's entry leaves memory (its snapshot bookkeeping stays). */
   private drop(stream: string): void {
+    if (this.oversized === stream) this.oversized = undefined;
     this.entries.delete(stream);
     this.weighed -= this.weights.get(stream) ?? 0;
     this.weights.delete(stream);
@@ -160,14 +193,19 @@ export class StateCache {
 
   private snapshotIfDue(stream: string, state: unknown, revision: CachedRevision): void {
     const every = this.snapshotEvery.get(stream) ?? SNAPSHOT_EVERY;
-    if (this.snapshots && revision !== 'no_stream' && revision - (this.persisted.get(stream) ?? -1) >= every) {
-      this.persisted.set(stream, revision);
-      // Off the request's path; a failed snapshot only means a slower cold load.
-      this.snapshots.put(stream, revision, state).then(
+    if (!this.snapshots || revision === 'no_stream' || this.snapshotting.has(stream)) return;
+    if (revision - (this.persisted.get(stream) ?? -1) < every) return;
+    this.persisted.set(stream, revision);
+    this.snapshotting.add(stream);
+    // Off the request's path. A failed snapshot only means a slower cold load; the next is due
+    // `every` events on, like any other.
+    this.snapshots
+      .put(stream, revision, state)
+      .then(
         (chars) => this.snapshotEvery.set(stream, Math.max(SNAPSHOT_EVERY, Math.ceil(chars / SNAPSHOT_CHARS_PER_EVENT))),
-        () => this.persisted.delete(stream),
-      );
-    }
+        () => undefined,
+      )
+      .finally(() => this.snapshotting.delete(stream));
   }
 
   /**

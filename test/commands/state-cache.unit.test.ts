@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StateCache } from '../../src/commands/state-cache.js';
+import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
 import type { AppendResult } from '../../src/store/event-store.js';
 
 /** A queued append the test settles by hand. */
@@ -68,10 +68,27 @@ describe('state cache: bounded by what its states weigh', () => {
     expect(cache.peek('b')).toBeUndefined();
     expect(cache.peek('a')?.state).toEqual({ weight: 4 });
     expect(cache.weightHeld).toBe(8);
-    // A state heavier than the bound alone stays: it is the one in use.
+    // A state heavier than the bound alone stays: it is the one in use. The bound applies to the others.
     cache.set('huge', { weight: 50 }, 0);
     expect(cache.peek('huge')?.state).toEqual({ weight: 50 });
-    expect(cache.weightHeld).toBe(50);
+    expect(cache.weightHeld).toBe(58);
+  });
+
+  it('keeps the one state heavier than the whole bound while lighter ones come and go after it, until a heavier one comes', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    cache.set('hot', { weight: 50 }, 0);
+    // Each command on the hot customer also reads a light stream (its business): the hot one stays.
+    for (let i = 0; i < 5; i++) {
+      cache.set(`light-${i}`, { weight: 4 }, 0);
+      expect(cache.peek('hot')?.state, `after light-${i}`).toEqual({ weight: 50 });
+    }
+    // The others are held to the bound, least recently used first: 3 × 4 would be 12.
+    expect(['light-2', 'light-3', 'light-4'].map((s) => cache.peek(s) !== undefined)).toEqual([false, true, true]);
+    expect(cache.weightHeld).toBe(50 + 8);
+    // Another state heavier than the bound replaces it: only one such state is ever held.
+    cache.set('hotter', { weight: 60 }, 0);
+    expect(cache.peek('hot')).toBeUndefined();
+    expect(cache.weightHeld).toBe(60 + 8);
   });
 
   it('counts a state once as it grows, and forgets its weight with it', async () => {
@@ -92,5 +109,50 @@ describe('state cache: bounded by what its states weigh', () => {
     cache.set('t', { weight: 2 }, 0);
     cache.forget('t');
     expect(cache.weightHeld).toBe(0);
+  });
+});
+
+describe('state cache: snapshots', () => {
+  /** A snapshot store whose writes the test answers by hand, each with the snapshot's size. */
+  function heldSnapshots() {
+    const puts: Array<{ stream: string; revision: number; answer: (chars: number) => void; fail: () => void }> = [];
+    const store = {
+      get: async () => undefined,
+      put: (stream: string, revision: number) =>
+        new Promise<number>((resolve, reject) => puts.push({ stream, revision, answer: resolve, fail: () => reject(new Error('not written')) })),
+    };
+    return { store, puts };
+  }
+
+  it('writes one snapshot of a stream at a time, and spaces the next by the size of the last', async () => {
+    const { store, puts } = heldSnapshots();
+    const cache = new StateCache(100, store);
+    for (let revision = 0; revision <= 3 * SNAPSHOT_EVERY; revision++) cache.set('s', { revision }, revision);
+    // The first is due at the stream's 200th event (revision 199); more fall due while it is being
+    // written, and none is started meanwhile.
+    const first = SNAPSHOT_EVERY - 1;
+    expect(puts.map((p) => p.revision)).toEqual([first]);
+    // A large state: 2,000 events (at 1,000 characters each) before the next.
+    puts[0]!.answer(2_000_000);
+    await settled();
+    for (let revision = 3 * SNAPSHOT_EVERY + 1; revision < first + 2_000; revision++) cache.set('s', { revision }, revision);
+    expect(puts).toHaveLength(1);
+    cache.set('s', {}, first + 2_000);
+    expect(puts.map((p) => p.revision)).toEqual([first, first + 2_000]);
+    // Another stream is not held up by this one's.
+    cache.set('t', {}, SNAPSHOT_EVERY);
+    expect(puts.map((p) => p.stream)).toEqual(['s', 's', 't']);
+  });
+
+  it('after a snapshot that failed, takes the next one an interval later, not at once', async () => {
+    const { store, puts } = heldSnapshots();
+    const cache = new StateCache(100, store);
+    cache.set('s', {}, SNAPSHOT_EVERY);
+    puts[0]!.fail();
+    await settled();
+    cache.set('s', {}, SNAPSHOT_EVERY + 1);
+    expect(puts).toHaveLength(1);
+    cache.set('s', {}, 2 * SNAPSHOT_EVERY);
+    expect(puts.map((p) => p.revision)).toEqual([SNAPSHOT_EVERY, 2 * SNAPSHOT_EVERY]);
   });
 });
