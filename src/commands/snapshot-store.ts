@@ -8,6 +8,9 @@ import type { Database } from '../db/schema.js';
  */
 export const STATE_VERSION = 2;
 
+/** A snapshot this large (a customer with thousands of lots) is written without the query deadline. */
+const LARGE_SNAPSHOT_CHARS = 1_000_000;
+
 /** Folded aggregate states kept in PostgreSQL, so a cold load reads a snapshot and the events after it. */
 export function snapshotStore(db: Kysely<Database>) {
   return {
@@ -23,13 +26,14 @@ export function snapshotStore(db: Kysely<Database>) {
 
     /**
      * Saves a snapshot unless a newer one of this version is already there; answers its size in
-     * characters. Without the query deadline: a large state's snapshot may take longer than a
-     * request's query may, and a background write that timed out would tell the whole process
-     * that the database does not answer (src/db/query-deadline.ts).
+     * characters. A large one goes without the query deadline: it may take longer than a request's
+     * query may (40 MB took 2–4 s under load), and a background write that timed out would tell the
+     * whole process that the database does not answer (src/db/query-deadline.ts). Only a large one:
+     * while a run without the deadline is under way, every request pays for tracking its promises.
      */
     async put(stream: string, revision: number, state: unknown): Promise<number> {
       const json = JSON.stringify(state);
-      await withoutQueryDeadline(() =>
+      const write = () =>
         db
           .insertInto('aggregate_snapshots')
           .values({ stream_id: stream, state_version: STATE_VERSION, revision, state: json, taken_at: new Date() })
@@ -44,8 +48,8 @@ export function snapshotStore(db: Kysely<Database>) {
               }))
               .where((eb) => eb.or([eb('aggregate_snapshots.revision', '<', eb.ref('excluded.revision')), eb('aggregate_snapshots.state_version', '<>', STATE_VERSION)])),
           )
-          .execute(),
-      );
+          .execute();
+      await (json.length >= LARGE_SNAPSHOT_CHARS ? withoutQueryDeadline(write) : write());
       return json.length;
     },
   };

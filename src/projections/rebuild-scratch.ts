@@ -19,7 +19,7 @@ const lockOf = (schema: string) => sql`hashtext(${`rebuild scratch:${schema}`})`
  * when the owner's session ends however it ends; embedded, only one process opens the store (its
  * data directory's lock), so the mark is this process's own list.
  */
-export async function withScratchSchema<T>(database: Pick<DatabaseHandle, 'db' | 'kind'>, work: (schema: string) => Promise<T>): Promise<T> {
+export async function withScratchSchema<T>(database: DatabaseHandle, work: (schema: string) => Promise<T>): Promise<T> {
   const schema = `${PREFIX}${randomBytes(4).toString('hex')}`;
   running.add(schema);
   try {
@@ -41,7 +41,7 @@ export async function withScratchSchema<T>(database: Pick<DatabaseHandle, 'db' |
  * Drops the scratch schemas of rebuilds that no longer run, and names them. One whose owner runs
  * (in this process, or in another that holds its lock) is left alone.
  */
-export async function dropAbandonedScratch({ db, kind }: Pick<DatabaseHandle, 'db' | 'kind'>): Promise<string[]> {
+export async function dropAbandonedScratch({ db, kind }: DatabaseHandle): Promise<string[]> {
   const { rows } = await sql<{ schema: string }>`
     select nspname as schema from pg_namespace where starts_with(nspname, ${PREFIX}) order by nspname`.execute(db);
   const dropped: string[] = [];

@@ -71,7 +71,7 @@ export interface RebuildResult {
  * never takes a lock that blocks readers. It costs one copy of the rows inside the swap.
  */
 export function rebuildProjections(
-  database: Pick<DatabaseHandle, 'db' | 'kind'>,
+  database: DatabaseHandle,
   store: EventStore,
   projectors: readonly Projector[],
   options: RebuildOptions = {},
@@ -88,7 +88,7 @@ export function rebuildProjections(
 }
 
 async function rebuild(
-  { db, kind }: Pick<DatabaseHandle, 'db' | 'kind'>,
+  { db, kind }: DatabaseHandle,
   store: EventStore,
   projectors: readonly Projector[],
   scratch: string,
@@ -171,7 +171,7 @@ async function rebuild(
 
 /** One projector: `rebuildProjections` of it alone. */
 export async function rebuildProjection(
-  database: Pick<DatabaseHandle, 'db' | 'kind'>,
+  database: DatabaseHandle,
   store: EventStore,
   projector: Projector,
   options: RebuildOptions = {},
