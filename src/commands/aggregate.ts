@@ -35,6 +35,7 @@ export async function loadAggregate<State, Event extends DomainEvent>(
   cache?: StateCache,
   trust = false,
 ): Promise<Loaded<State>> {
+  cache?.touch(stream);
   const remembered = trust ? cache?.peek<State>(stream) : undefined;
   if (remembered) return { ...remembered, optimistic: true };
   const cached = await cache?.get<State>(stream, decider.revive);

@@ -1,4 +1,5 @@
 import type { AppendResult } from '../store/event-store.js';
+import { FrequencySketch } from './frequency-sketch.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
 /** Events folded since the last snapshot after which a new one is taken, at least. */
@@ -9,6 +10,13 @@ export const SNAPSHOT_EVERY = 200;
  * large the state grows, and a cold load folds at most about as many events as its snapshot holds lots.
  */
 const SNAPSHOT_CHARS_PER_EVENT = 1_000;
+/**
+ * A state leaving memory with at least this many events folded since its last snapshot, and at
+ * least a tenth of its weight (a customer's lots), is snapshotted as it goes: when more customers
+ * are in use than memory holds, each is loaded again soon, and the load folds every event since the
+ * snapshot (up to SNAPSHOT_EVERY, each decoded and folded) where it would fold a few.
+ */
+export const SNAPSHOT_ON_LEAVING = 16;
 
 /** The revision a cached state is at; `no_stream` remembers that the stream did not exist. */
 export type CachedRevision = number | 'no_stream';
@@ -62,12 +70,21 @@ export class StateCache {
   private weighed = 0;
   /** The last state remembered that weighs more than the whole bound, while memory holds it (see `evict`). */
   private oversized: string | undefined;
+  /** How often each stream was loaded lately: who is let in when memory is full (see `evict`). */
+  private readonly uses: FrequencySketch;
 
   constructor(
     private readonly capacity = 10_000,
     private readonly snapshots?: SnapshotStore,
     private readonly weight?: WeightBound,
-  ) {}
+  ) {
+    this.uses = new FrequencySketch(capacity);
+  }
+
+  /** A command loads the stream: counted once per load, for admission (`evict`). */
+  touch(stream: string): void {
+    this.uses.add(stream);
+  }
 
   /** What the states in memory weigh together (0 without a `weight` bound). */
   get weightHeld(): number {
@@ -120,7 +137,7 @@ export class StateCache {
     const committed = before && (before.pending ? before.committed : { state: before.state, revision: before.revision });
     const entry: CachedState<unknown> = { state, revision, pending: appended, committed };
     if (options.replace) this.entries.delete(stream);
-    if (!this.remember(stream, entry)) return entry;
+    if (!this.remember(stream, entry, before === undefined)) return entry;
     appended.then(
       () => {
         if (entry.superseded) return;
@@ -141,7 +158,8 @@ export class StateCache {
     return entry;
   }
 
-  private remember(stream: string, entry: CachedState<unknown>): boolean {
+  /** Whether memory now holds `entry`: not if it is older than the one there, nor if it was not let in (`evict`). */
+  private remember(stream: string, entry: CachedState<unknown>, newcomer = !this.entries.has(stream)): boolean {
     const current = this.entries.get(stream);
     if (current && order(current.revision) > order(entry.revision)) return false;
     this.entries.delete(stream);
@@ -153,22 +171,27 @@ export class StateCache {
       if (weight > this.weight.max) this.oversized = stream;
       else if (this.oversized === stream) this.oversized = undefined;
     }
-    this.evict(stream);
-    return true;
+    return this.evict(stream, newcomer);
   }
 
   /**
-   * Lets the least recently used entries go while there are more than `capacity`, or while they
-   * weigh more than the bound, never `newest` (the one just remembered). One state heavier than the
-   * whole bound, the last one remembered, stays too, and the bound applies to the others: it is in
-   * use (a customer with 150,000 lots, written all the time), and were it let go each time a light
-   * state came in after it, every command on it would read its snapshot again and fold onto it.
+   * Lets entries go while there are more than `capacity`, or while they weigh more than the bound;
+   * answers whether `newest` (the one just remembered) stays. Each time room is needed, the least
+   * recently used entry goes, unless `newest` is a newcomer used no more often lately than it
+   * (`touch`): then the newcomer goes instead. Least-recently-used eviction alone keeps nothing of
+   * a set of streams used in turn that is larger than memory (every customer earning in turn, a
+   * batch over all of them): each is let go just before its next use, and every command reads its
+   * snapshot and folds onto it. With admission by frequency, the streams in memory stay and serve
+   * their share. One state heavier than the whole bound, the last one remembered, stays too, and
+   * the bound applies to the others: it is in use (a customer with 150,000 lots, written all the
+   * time), and were it let go each time a light state came in after it, every command on it would
+   * read its snapshot again and fold onto it.
    */
-  private evict(newest: string): void {
+  private evict(newest: string, newcomer: boolean): boolean {
     for (;;) {
       const kept = this.oversized;
       const held = this.weighed - (kept === undefined ? 0 : (this.weights.get(kept) ?? 0));
-      if (this.entries.size <= this.capacity && !(this.weight && held > this.weight.max)) return;
+      if (this.entries.size <= this.capacity && !(this.weight && held > this.weight.max)) return true;
       let victim: string | undefined;
       for (const stream of this.entries.keys()) {
         if (stream !== newest && stream !== kept) {
@@ -176,10 +199,13 @@ export class StateCache {
           break;
         }
       }
-      if (victim === undefined) return;
+      if (victim === undefined) return true;
+      if (newcomer && newest !== kept && this.uses.count(newest) <= this.uses.count(victim)) victim = newest;
+      this.snapshotLeaving(victim);
       this.drop(victim);
       this.persisted.delete(victim);
       this.snapshotEvery.delete(victim);
+      if (victim === newest) return false;
     }
   }
 
@@ -193,8 +219,21 @@ export class StateCache {
 
   private snapshotIfDue(stream: string, state: unknown, revision: CachedRevision): void {
     const every = this.snapshotEvery.get(stream) ?? SNAPSHOT_EVERY;
-    if (!this.snapshots || revision === 'no_stream' || this.snapshotting.has(stream)) return;
-    if (revision - (this.persisted.get(stream) ?? -1) < every) return;
+    if (revision === 'no_stream' || revision - (this.persisted.get(stream) ?? -1) < every) return;
+    this.writeSnapshot(stream, state, revision);
+  }
+
+  /** A committed state about to leave memory is snapshotted if reloading it would fold many events (SNAPSHOT_ON_LEAVING). */
+  private snapshotLeaving(stream: string): void {
+    const entry = this.entries.get(stream);
+    if (!entry || entry.pending || entry.revision === 'no_stream') return;
+    const since = entry.revision - (this.persisted.get(stream) ?? -1);
+    const weight = this.weights.get(stream) ?? 1;
+    if (since >= Math.max(SNAPSHOT_ON_LEAVING, Math.ceil(weight / 10))) this.writeSnapshot(stream, entry.state, entry.revision);
+  }
+
+  private writeSnapshot(stream: string, state: unknown, revision: number): void {
+    if (!this.snapshots || this.snapshotting.has(stream)) return;
     this.persisted.set(stream, revision);
     this.snapshotting.add(stream);
     // Off the request's path. A failed snapshot only means a slower cold load; the next is due
@@ -202,7 +241,10 @@ export class StateCache {
     this.snapshots
       .put(stream, revision, state)
       .then(
-        (chars) => this.snapshotEvery.set(stream, Math.max(SNAPSHOT_EVERY, Math.ceil(chars / SNAPSHOT_CHARS_PER_EVENT))),
+        (chars) => {
+          // Not for a stream that left memory meanwhile: its bookkeeping left with it.
+          if (this.entries.has(stream)) this.snapshotEvery.set(stream, Math.max(SNAPSHOT_EVERY, Math.ceil(chars / SNAPSHOT_CHARS_PER_EVENT)));
+        },
         () => undefined,
       )
       .finally(() => this.snapshotting.delete(stream));

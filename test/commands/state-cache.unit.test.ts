@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SNAPSHOT_EVERY, StateCache } from '../../src/commands/state-cache.js';
+import { SNAPSHOT_EVERY, SNAPSHOT_ON_LEAVING, StateCache } from '../../src/commands/state-cache.js';
 import type { AppendResult } from '../../src/store/event-store.js';
 
 /** A queued append the test settles by hand. */
@@ -59,34 +59,79 @@ describe('state cache: the committed baseline of a stream with queued appends', 
 describe('state cache: bounded by what its states weigh', () => {
   const weigh = (state: unknown) => (state as { weight: number }).weight;
 
-  it('lets the least recently used states go once they weigh more than the bound together, keeping the newest', async () => {
+  /** What a command does: counts a use of the stream (`touch`), then remembers the state it loaded or made. */
+  const load = (cache: StateCache, stream: string, state: unknown, revision = 0) => {
+    cache.touch(stream);
+    cache.set(stream, state, revision);
+  };
+
+  it('lets the least recently used states go for a newcomer used more often lately, once they weigh more than the bound together', async () => {
     const cache = new StateCache(100, undefined, { weigh, max: 10 });
-    cache.set('a', { weight: 4 }, 0);
-    cache.set('b', { weight: 4 }, 0);
-    cache.peek('a'); // used: 'b' is now the least recently used
-    cache.set('c', { weight: 4 }, 0);
+    load(cache, 'a', { weight: 4 });
+    load(cache, 'b', { weight: 4 });
+    load(cache, 'a', { weight: 4 }); // used: 'b' is now the least recently used
+    cache.touch('c'); // 'c' was used before, and is used again: twice against 'b''s once
+    load(cache, 'c', { weight: 4 });
     expect(cache.peek('b')).toBeUndefined();
+    expect(cache.peek('c')?.state).toEqual({ weight: 4 });
     expect(cache.peek('a')?.state).toEqual({ weight: 4 });
     expect(cache.weightHeld).toBe(8);
     // A state heavier than the bound alone stays: it is the one in use. The bound applies to the others.
-    cache.set('huge', { weight: 50 }, 0);
+    load(cache, 'huge', { weight: 50 });
     expect(cache.peek('huge')?.state).toEqual({ weight: 50 });
     expect(cache.weightHeld).toBe(58);
   });
 
+  it('keeps a newcomer used no more often lately than the least recently used out, and the others in', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    load(cache, 'a', { weight: 4 });
+    load(cache, 'b', { weight: 4 });
+    load(cache, 'c', { weight: 4 });
+    expect(cache.peek('c')).toBeUndefined();
+    expect([cache.peek('a')?.state, cache.peek('b')?.state]).toEqual([{ weight: 4 }, { weight: 4 }]);
+    expect(cache.weightHeld).toBe(8);
+    // Nor a queued state of a newcomer: the next command on it reads the store.
+    const append = queued();
+    cache.touch('d');
+    cache.setQueued('d', { weight: 4 }, 0, append.appended);
+    expect(cache.peek('d')).toBeUndefined();
+    append.commit();
+    await settled();
+    expect(cache.peek('d')).toBeUndefined();
+    expect(cache.weightHeld).toBe(8);
+  });
+
+  it('serves its share of streams used in turn that together outweigh the bound (least recently used alone served none)', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    const streams = Array.from({ length: 12 }, (_, i) => `s${i}`);
+    const hitsPerRound: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      let hits = 0;
+      for (const stream of streams) {
+        cache.touch(stream);
+        if (cache.peek(stream)) hits++;
+        cache.set(stream, { weight: 1 }, round);
+      }
+      hitsPerRound.push(hits);
+    }
+    expect(hitsPerRound).toEqual([0, 10, 10, 10, 10]);
+  });
+
   it('keeps the one state heavier than the whole bound while lighter ones come and go after it, until a heavier one comes', async () => {
     const cache = new StateCache(100, undefined, { weigh, max: 10 });
-    cache.set('hot', { weight: 50 }, 0);
+    load(cache, 'hot', { weight: 50 });
     // Each command on the hot customer also reads a light stream (its business): the hot one stays.
+    // (Each used more often than the ones before, so that each is let in.)
     for (let i = 0; i < 5; i++) {
-      cache.set(`light-${i}`, { weight: 4 }, 0);
+      for (let use = 0; use < i; use++) cache.touch(`light-${i}`);
+      load(cache, `light-${i}`, { weight: 4 });
       expect(cache.peek('hot')?.state, `after light-${i}`).toEqual({ weight: 50 });
     }
     // The others are held to the bound, least recently used first: 3 × 4 would be 12.
     expect(['light-2', 'light-3', 'light-4'].map((s) => cache.peek(s) !== undefined)).toEqual([false, true, true]);
     expect(cache.weightHeld).toBe(50 + 8);
     // Another state heavier than the bound replaces it: only one such state is ever held.
-    cache.set('hotter', { weight: 60 }, 0);
+    load(cache, 'hotter', { weight: 60 });
     expect(cache.peek('hot')).toBeUndefined();
     expect(cache.weightHeld).toBe(60 + 8);
   });
@@ -154,5 +199,41 @@ describe('state cache: snapshots', () => {
     expect(puts).toHaveLength(1);
     cache.set('s', {}, 2 * SNAPSHOT_EVERY);
     expect(puts.map((p) => p.revision)).toEqual([SNAPSHOT_EVERY, 2 * SNAPSHOT_EVERY]);
+  });
+
+  it('snapshots a state leaving memory with many events folded since its last snapshot, not one with few, nor one queued', async () => {
+    const { store, puts } = heldSnapshots();
+    const weigh = (state: unknown) => (state as { weight: number }).weight;
+    const cache = new StateCache(100, store, { weigh, max: 10 });
+    const use = (stream: string, times: number) => {
+      for (let i = 0; i < times; i++) cache.touch(stream);
+    };
+    use('many', 1);
+    cache.set('many', { weight: 5 }, SNAPSHOT_ON_LEAVING - 1); // its events 0 … 15: 16 to fold again
+    use('few', 1);
+    cache.set('few', { weight: 5 }, SNAPSHOT_ON_LEAVING - 2);
+    use('newcomer', 5);
+    cache.set('newcomer', { weight: 5 }, 0); // used more: 'many' leaves
+    expect(cache.peek('many')).toBeUndefined();
+    use('other', 5);
+    cache.set('other', { weight: 5 }, 0); // 'few' leaves
+    expect(cache.peek('few')).toBeUndefined();
+    expect(puts.map((p) => [p.stream, p.revision])).toEqual([['many', SNAPSHOT_ON_LEAVING - 1]]);
+    // A heavy state waits for more events: a tenth of its weight.
+    const heavy = new StateCache(100, store, { weigh, max: 400 });
+    heavy.touch('heavy');
+    heavy.set('heavy', { weight: 300 }, 20); // 21 events: more than 16, fewer than 30
+    heavy.touch('next');
+    heavy.touch('next');
+    heavy.set('next', { weight: 300 }, 0);
+    expect(heavy.peek('heavy')).toBeUndefined();
+    expect(puts).toHaveLength(1);
+    // A queued state is not known committed: never snapshotted.
+    const append = queued();
+    heavy.setQueued('next', { weight: 300 }, SNAPSHOT_EVERY - 2, append.appended);
+    for (let i = 0; i < 3; i++) heavy.touch('last');
+    heavy.set('last', { weight: 300 }, 0);
+    expect(heavy.peek('next')).toBeUndefined();
+    expect(puts).toHaveLength(1);
   });
 });
