@@ -6,7 +6,7 @@ import type { Database } from '../db/schema.js';
  * Bump when any aggregate's state shape changes: snapshots of another version are ignored (and
  * replaced), so a deploy never folds events onto a state it does not understand.
  */
-export const STATE_VERSION = 2;
+export const STATE_VERSION = 3;
 
 /** A snapshot this large (a customer with thousands of lots) is written without the query deadline. */
 const LARGE_SNAPSHOT_CHARS = 1_000_000;

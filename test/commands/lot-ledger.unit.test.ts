@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type LotOp, lotOp } from '../support/lot-ops.js';
-import { idHash, LotLedger } from '../../src/commands/customer/lot-ledger.js';
+import { idHash, LotLedger, type StoredLot } from '../../src/commands/customer/lot-ledger.js';
 import { customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { cachedWeight } from '../../src/commands/customer/customer-state.js';
 import {
@@ -130,13 +130,14 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
     ]);
   });
 
-  it('goes into a snapshot as the array of its lots and comes back the same', () => {
+  it('goes into a snapshot as the array of its lots (each an array of its fields) and comes back the same', () => {
     let ledger = LotLedger.EMPTY;
     for (let i = 0; i < 5; i++) ledger = ledger.credit({ transactionId: `txn_${i}`, amount: 10 + i, createdAt: iso(T0 + i), availableAt: i === 2 ? iso(T0 + DAY) : null, expiresAt: null });
     ledger = ledger.takeShares([{ transaction_id: 'txn_0', amount: 10 }]);
-    const json: Lot[] = JSON.parse(JSON.stringify({ lots: ledger })).lots;
-    expect(json).toEqual(ledger.values());
-    const back = LotLedger.of(json);
+    const json: StoredLot[] = JSON.parse(JSON.stringify({ lots: ledger })).lots;
+    expect(json[0]).toEqual(['txn_0', 10, 0, 10, 0, 0, 0, 'spent', null, null, iso(T0), 0, 0]);
+    expect(json[2]).toEqual(['txn_2', 12, 12, 0, 0, 0, 0, 'pending', iso(T0 + DAY), null, iso(T0 + 2), 0, 0]);
+    const back = LotLedger.fromSnapshot(json);
     expect(back.values()).toEqual(ledger.values());
     expect(back.openLots().map((l) => l.transactionId)).toEqual(['txn_1', 'txn_2', 'txn_3', 'txn_4']);
     expect(back.timedLots().map((l) => l.transactionId)).toEqual(['txn_2']);
@@ -160,8 +161,10 @@ describe('LotLedger: finding a lot by its id', () => {
     // The ledger before is untouched by what came after it.
     expect(onlyA.get(b)).toBeUndefined();
     expect(onlyA.get(a)?.remaining).toBe(5);
-    // A snapshot's lots come back the same.
-    expect(LotLedger.of(both.toJSON()).get(b)).toEqual(both.get(b));
+    // A snapshot's lots come back the same, every field of each, from JSON.
+    const revived = LotLedger.fromSnapshot(JSON.parse(JSON.stringify(both)));
+    expect(revived.values()).toEqual(both.values());
+    expect(revived.get(b)).toEqual(both.get(b));
   });
 });
 

@@ -17,8 +17,7 @@ import {
   type TimedCustomerEvent,
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
-import { LotLedger } from './lot-ledger.js';
-import type { Lot } from '../../events/lots.js';
+import { LotLedger, type StoredLot } from './lot-ledger.js';
 import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
 export { type CustomerEvent, type CustomerState, type Lifecycle, MAX_POINTS, type Redemption, type TimedCustomerEvent } from './customer-state.js';
@@ -99,8 +98,8 @@ const EPOCH = new Date(0);
 export const customerDecider: Decider<CustomerCommand, CustomerState, TimedCustomerEvent> = {
   initialState: initialCustomerState,
   evolve: evolveCustomer,
-  // A snapshot holds the lots as an array (LotLedger.toJSON).
-  revive: (snapshot) => ({ ...snapshot, lots: LotLedger.of(snapshot.lots as unknown as Lot[]) }),
+  // A snapshot holds the lots as an array of StoredLot (LotLedger.toJSON).
+  revive: (snapshot) => ({ ...snapshot, lots: LotLedger.fromSnapshot(snapshot.lots as unknown as StoredLot[]) }),
 
   decide(command, state) {
     if (command.type === 'RegisterCustomer') {
