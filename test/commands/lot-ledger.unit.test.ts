@@ -146,6 +146,20 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
 
 
 describe('LotLedger: finding a lot by its id', () => {
+  it('finds lots made before its first search and after it, in ledgers made either way', () => {
+    const made = (i: number) => ({ transactionId: `txn_${i}`, amount: 5, createdAt: iso(T0 + i), availableAt: null, expiresAt: null });
+    let ledger = LotLedger.fromSnapshot(JSON.parse(JSON.stringify(LotLedger.of([0, 1, 2].map((i) => ({ ...made(i), remaining: 5, spent: 0, expired: 0, reversed: 0, reversedFromLot: 0, status: 'available' as const, noticed: false, expiries: 0 }))))));
+    ledger = ledger.credit(made(3));
+    const searched = ledger.expire('txn_1'); // the first search: its positions are built here
+    const after = searched.credit(made(4)).credit(made(5));
+    expect([0, 1, 2, 3, 4, 5].map((i) => after.get(`txn_${i}`)?.createdAt)).toEqual([0, 1, 2, 3, 4, 5].map((i) => iso(T0 + i)));
+    expect(after.get('txn_1')?.status).toBe('expired');
+    expect(after.takeShares([{ transaction_id: 'txn_5', amount: 2 }]).get('txn_5')?.remaining).toBe(3);
+    // The ledger before the search finds them too, and equals one made without searching.
+    expect(ledger.get('txn_2')?.transactionId).toBe('txn_2');
+    expect(ledger).toEqual(LotLedger.of(ledger.values()));
+  });
+
   it('finds each of two ids whose hashes collide, and neither where only the other was made', () => {
     // Two ids under one FNV-1a hash (found by a birthday search over txn_ + base-36 counters).
     const [a, b] = ['txn_00000000000000002rnw', 'txn_0000000000000000jpba'];

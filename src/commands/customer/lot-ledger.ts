@@ -37,24 +37,36 @@ import { PositionSet } from './position-set.js';
  * brings it back), and stays in `lots` for reversals, rolling tiers and audits.
  *
  * Memory is per lot, for as long as a customer's state is held (the state cache keeps thousands):
- * about 45 bytes of structure besides the lot itself (a List slot, an id's entry in a persistent
- * Map, two bits), where an OrderedMap of lots and two OrderedSets of ids took about 340 (measured
- * over 100,000 credits with --expose-gc; docs/performance.md, "Memory under a steady load").
+ * a List slot and two bits besides the lot itself, and an id's entry in a persistent Map (about
+ * 80 bytes) once the ledger was searched by id (`#positions`), where an OrderedMap of lots and two
+ * OrderedSets of ids took about 340 (docs/performance.md, "Memory under a steady load"). A customer
+ * that only earns, revived from its snapshot, holds about 273 bytes a lot, its strings included
+ * (416 with the Map; measured with --expose-gc, session of 2026-11-29).
  */
 export class LotLedger {
+  /**
+   * Positions by `idHash` of the lot's id: one, or several where ids collide (see `positionIn`).
+   * Built on the first lookup by id (`index`) and carried to every ledger made from this one
+   * after it: a customer that only earns never needs one, and it was a fifth of a lot's memory
+   * (about 80 bytes) and most of the time to revive a snapshot. A memo, so an ES private field:
+   * two ledgers of the same lots are equal (deep equality) whether or not one was searched.
+   */
+  #positions: Positions | undefined;
+
   private constructor(
     private readonly lots: List<Lot>,
-    /** Positions by `idHash` of the lot's id: one, or several where ids collide (see `positionIn`). */
-    private readonly positions: ImmutableMap<number, number | readonly number[]>,
+    positions: Positions | undefined,
     private readonly open: PositionSet,
     private readonly timed: PositionSet,
-  ) {}
+  ) {
+    this.#positions = positions;
+  }
 
-  static readonly EMPTY = new LotLedger(List(), ImmutableMap(), PositionSet.EMPTY, PositionSet.EMPTY);
+  static readonly EMPTY = new LotLedger(List(), undefined, PositionSet.EMPTY, PositionSet.EMPTY);
 
-  /** From lots in the order made. */
+  /** From lots in the order made (each id once). */
   static of(lots: Iterable<Lot>): LotLedger {
-    return LotLedger.EMPTY.put([...lots]);
+    return LotLedger.EMPTY.put([...lots], true);
   }
 
   /** From a snapshot's JSON (`toJSON`). */
@@ -67,7 +79,7 @@ export class LotLedger {
   }
 
   get(transactionId: string): Lot | undefined {
-    const position = positionIn(this.lots, this.positions, transactionId);
+    const position = positionIn(this.lots, this.index(), transactionId);
     return position === undefined ? undefined : this.lots.get(position);
   }
 
@@ -82,7 +94,7 @@ export class LotLedger {
   }
 
   credit(lot: NewLot): LotLedger {
-    return this.put(creditLot([], lot));
+    return this.put(creditLot([], lot), true);
   }
 
   takeShares(shares: readonly Share[]): LotLedger {
@@ -116,7 +128,7 @@ export class LotLedger {
   }
 
   planReversal(transactionId: string, amount: number): ReversalPlan | ReversalRefusal {
-    const position = positionIn(this.lots, this.positions, transactionId);
+    const position = positionIn(this.lots, this.index(), transactionId);
     const lot = position === undefined ? undefined : this.lots.get(position);
     const lots = lot && !this.open.has(position!) ? [lot, ...this.openLots()] : this.openLots();
     return planReversal(lots, transactionId, amount);
@@ -150,25 +162,37 @@ export class LotLedger {
     return set.positions().map((position) => this.lots.get(position)!);
   }
 
-  /** Puts changed (or new: at the next position) lots back, moving each in or out of the indexes. */
-  private put(changed: readonly Lot[]): LotLedger {
+  /** The positions by id hash, built now if no lookup by id was made on this ledger or the ones it was made from. */
+  private index(): Positions {
+    if (this.#positions) return this.#positions;
+    let positions: Positions = ImmutableMap<number, number | readonly number[]>().asMutable();
+    this.lots.forEach((lot, position) => {
+      positions = addPosition(positions, lot.transactionId, position);
+    });
+    return (this.#positions = positions.asImmutable());
+  }
+
+  /**
+   * Puts changed lots back, or new ones (`fresh`: credits, whose ids are new) at the next
+   * positions, moving each in or out of the indexes.
+   */
+  private put(changed: readonly Lot[], fresh = false): LotLedger {
     if (changed.length === 0) return this;
-    let { lots, positions, open, timed } = this;
+    let { lots, open, timed } = this;
+    let positions = fresh ? this.#positions : this.index();
     const batch = changed.length > 1;
     if (batch) {
       lots = lots.asMutable();
-      positions = positions.asMutable();
+      positions = positions?.asMutable();
       open = open.asMutable();
       timed = timed.asMutable();
     }
     for (const lot of changed) {
-      const hash = idHash(lot.transactionId);
-      const taken = positions.get(hash);
-      let position = positionAmong(lots, taken, lot.transactionId);
+      let position = fresh ? undefined : positionAmong(lots, positions!.get(idHash(lot.transactionId)), lot.transactionId);
       if (position === undefined) {
         position = lots.size;
         lots = lots.push(lot);
-        positions = positions.set(hash, taken === undefined ? position : [...(typeof taken === 'number' ? [taken] : taken), position]);
+        if (positions) positions = addPosition(positions, lot.transactionId, position);
       } else {
         lots = lots.set(position, lot);
       }
@@ -177,9 +201,18 @@ export class LotLedger {
       timed = timed.with(position, isOpen && (lot.status === 'pending' || lot.expiresAt !== null));
     }
     return batch
-      ? new LotLedger(lots.asImmutable(), positions.asImmutable(), open.asImmutable(), timed.asImmutable())
+      ? new LotLedger(lots.asImmutable(), positions?.asImmutable(), open.asImmutable(), timed.asImmutable())
       : new LotLedger(lots, positions, open, timed);
   }
+}
+
+type Positions = ImmutableMap<number, number | readonly number[]>;
+
+/** `positions` with `id` at `position` too (in place when `positions` is mutable). */
+function addPosition(positions: Positions, id: string, position: number): Positions {
+  const hash = idHash(id);
+  const taken = positions.get(hash);
+  return positions.set(hash, taken === undefined ? position : [...(typeof taken === 'number' ? [taken] : taken), position]);
 }
 
 /**
@@ -194,7 +227,7 @@ export function idHash(id: string): number {
 }
 
 /** Where the lot `id` is in `lots`, through `positions`. */
-function positionIn(lots: List<Lot>, positions: ImmutableMap<number, number | readonly number[]>, id: string): number | undefined {
+function positionIn(lots: List<Lot>, positions: Positions, id: string): number | undefined {
   return positionAmong(lots, positions.get(idHash(id)), id);
 }
 
