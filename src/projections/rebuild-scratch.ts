@@ -4,6 +4,8 @@ import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 
 const PREFIX = 'loyalty_rebuild_';
+/** The names `withScratchSchema` makes, and only those: a schema someone else named with the prefix is never dropped. */
+const SCRATCH_NAME = `^${PREFIX}[0-9a-f]{8}$`;
 
 /** The scratch schemas of the rebuilds running in this process. */
 const running = new Set<string>();
@@ -43,7 +45,7 @@ export async function withScratchSchema<T>(database: DatabaseHandle, work: (sche
  */
 export async function dropAbandonedScratch({ db, kind }: DatabaseHandle): Promise<string[]> {
   const { rows } = await sql<{ schema: string }>`
-    select nspname as schema from pg_namespace where starts_with(nspname, ${PREFIX}) order by nspname`.execute(db);
+    select nspname as schema from pg_namespace where nspname ~ ${SCRATCH_NAME} order by nspname`.execute(db);
   const dropped: string[] = [];
   for (const { schema } of rows) {
     if (running.has(schema)) continue;

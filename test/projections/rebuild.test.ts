@@ -141,32 +141,35 @@ describe('projections rebuild', () => {
     for (const status of await projectionStatus(t.services.db, t.services.store, PROJECTORS)) expect(status, status.name).toMatchObject({ lag: 0 });
   });
 
-  it('drops the copies of a rebuild that died halfway, and leaves those of one that still runs in another process', async () => {
+  it('drops the copies of a rebuild that died halfway, and leaves those of one that still runs in another process, and a schema of another name', async () => {
     const schemas = async () =>
       (await sql<{ name: string }>`select nspname as name from pg_namespace where nspname like 'loyalty_rebuild_%' order by 1`.execute(t.services.db)).rows.map((r) => r.name);
     // What a rebuild killed with -9 leaves: its schema and copies, and no session holding its lock.
     await sql`create schema loyalty_rebuild_0dead000`.execute(t.services.db);
     await sql`create unlogged table loyalty_rebuild_0dead000.ledger_entries as select * from ledger_entries`.execute(t.services.db);
+    // Someone's own schema that starts with the prefix but is not a name a rebuild makes.
+    await sql`create schema loyalty_rebuild_backup`.execute(t.services.db);
     // On a server, another process's rebuild still running: its session holds the schema's lock.
     const other = t.services.database.kind === 'postgres' ? new pg.Client({ connectionString: t.services.database.url }) : null;
     let ended = false;
     if (other) {
       await other.connect();
-      await other.query(`select pg_advisory_lock(hashtext('rebuild scratch:loyalty_rebuild_0a11ve00'))`);
-      await other.query('create schema loyalty_rebuild_0a11ve00');
+      await other.query(`select pg_advisory_lock(hashtext('rebuild scratch:loyalty_rebuild_0c0ffee0'))`);
+      await other.query('create schema loyalty_rebuild_0c0ffee0');
     }
     try {
       const result = await rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 50 });
       expect(result.abandonedDropped).toEqual(['loyalty_rebuild_0dead000']);
-      expect(await schemas()).toEqual(other ? ['loyalty_rebuild_0a11ve00'] : []);
+      expect(await schemas()).toEqual(other ? ['loyalty_rebuild_0c0ffee0', 'loyalty_rebuild_backup'] : ['loyalty_rebuild_backup']);
       // Once its owner is gone, the next rebuild drops it too.
       await other?.end();
       ended = true;
       const next = await rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 50 });
-      expect(next.abandonedDropped).toEqual(other ? ['loyalty_rebuild_0a11ve00'] : []);
-      expect(await schemas()).toEqual([]);
+      expect(next.abandonedDropped).toEqual(other ? ['loyalty_rebuild_0c0ffee0'] : []);
+      expect(await schemas()).toEqual(['loyalty_rebuild_backup']);
     } finally {
       if (!ended) await other?.end();
+      await sql`drop schema if exists loyalty_rebuild_backup`.execute(t.services.db);
     }
   });
 
