@@ -8,6 +8,7 @@ import {
   MAX_POINTS,
   type PointsType,
 } from '../../src/commands/customer/customer-decider.js';
+import { IdMap } from '../../src/commands/customer/id-map.js';
 import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
 import { fold } from '../../src/commands/decider.js';
 import { deciderSpec, expectApiError } from '../support/decider-spec.js';
@@ -91,8 +92,8 @@ describe('customer decider: registration', () => {
       tierCheckedAt: null,
       lots: LotLedger.EMPTY,
       negativeCredits: [],
-      otherLines: {},
-      redemptions: {},
+      otherLines: IdMap.empty(),
+      redemptions: IdMap.empty(),
     });
   });
 
@@ -283,10 +284,10 @@ describe('customer decider: events and the amount limit (CONTRACT §1, §3, §8)
       balance: MAX_POINTS - 10,
       lifetimeEarned: MAX_POINTS,
       lifetimeRedeemed: 10,
-      redemptions: {
+      redemptions: IdMap.fromJSON({
         red_1: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 10, cancelled: false, lots: [] },
         red_2: { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 11, cancelled: false, lots: [] },
-      },
+      }),
     };
     givenState(redeemed)
       .when({ type: 'CancelRedemption', redemptionId: 'red_1', transactionId: 'txn_9' })
@@ -416,3 +417,29 @@ describe('customer decider: ledger properties over arbitrary command sequences',
     );
   });
 });
+
+describe('customer decider: a state from its snapshot', () => {
+  it('comes back from its JSON with its lots, other ledger lines and redemptions, and decides as before', () => {
+    const state = fold(customerDecider, [
+      registered(),
+      earned(100, 100),
+      { type: 'PointsDeducted', data: { ...movement, transaction_id: 'txn_2', amount: 10, balance: 90, lots: [{ transaction_id: 'txn_1', amount: 10 }] } },
+      {
+        type: 'RewardRedeemed',
+        data: { redemption_id: 'red_1', reward_id: 'rew_1', reward_title: 'Coffee', reward_type: 'physical', points_cost: 30, reference: null, metadata: {}, balance: 60, lots: [{ transaction_id: 'txn_1', amount: 30 }] },
+      },
+    ]);
+    const revived = customerDecider.revive!(JSON.parse(JSON.stringify(state)));
+    expect(revived).toMatchObject({ balance: 60, lifetimeEarned: 100, lifetimeRedeemed: 40 });
+    expect(revived.lots.values()).toEqual(state.lots.values());
+    expect(revived.otherLines.toJSON()).toEqual({ txn_2: 'not_credit', red_1: 'not_credit' });
+    expect(revived.redemptions.get('red_1')).toEqual(state.redemptions.get('red_1'));
+    // A debit is still known as one (422, not 404), and the redemption can still be cancelled, into the lot it took from.
+    const reverse = { type: 'ReverseTransaction' as const, transactionId: 'txn_9', description: null, reference: null };
+    givenState(revived).when({ ...reverse, reversedId: 'txn_2' }).thenThrows('transaction_not_reversible', 422);
+    givenState(revived).when({ ...reverse, reversedId: 'txn_404' }).thenThrows('transaction_not_found', 404);
+    const cancel = { type: 'CancelRedemption' as const, redemptionId: 'red_1', transactionId: 'txn_3' };
+    expect(customerDecider.decide(cancel, revived)).toEqual(customerDecider.decide(cancel, state));
+  });
+});
+

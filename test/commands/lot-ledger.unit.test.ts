@@ -183,11 +183,14 @@ describe('LotLedger: finding a lot by its id', () => {
 });
 
 describe('cachedWeight: what a state weighs in the state cache', () => {
-  it('is a customer state\'s lots plus one, and one for any other state', () => {
+  it('is a customer state\'s lots, other lines and redemptions plus one, and one for any other state', () => {
     let state = customerDecider.initialState();
     expect(cachedWeight(state)).toBe(1);
     for (let i = 0; i < 3; i++) state = { ...state, lots: state.lots.credit({ transactionId: `txn_${i}`, amount: 5, createdAt: iso(T0), availableAt: null, expiresAt: null }) };
     expect(cachedWeight(state)).toBe(4);
+    // Other ledger lines and redemptions weigh as lots.
+    state = { ...state, otherLines: state.otherLines.set('txn_debit', 'not_credit'), redemptions: state.redemptions.set('red_1', { rewardId: 'rew_1', rewardType: 'digital', pointsCost: 5, cancelled: false, lots: [] }) };
+    expect(cachedWeight(state)).toBe(6);
     expect(cachedWeight({ plan: 'free' })).toBe(1);
   });
 });

@@ -14,9 +14,11 @@ import {
   type Lifecycle,
   MAX_POINTS,
   qualifyingCredits,
+  type Redemption,
   type TimedCustomerEvent,
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
+import { IdMap } from './id-map.js';
 import { LotLedger, type StoredLot } from './lot-ledger.js';
 import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
@@ -99,7 +101,12 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, TimedCusto
   initialState: initialCustomerState,
   evolve: evolveCustomer,
   // A snapshot holds the lots as an array of StoredLot (LotLedger.toJSON).
-  revive: (snapshot) => ({ ...snapshot, lots: LotLedger.fromSnapshot(snapshot.lots as unknown as StoredLot[]) }),
+  revive: (snapshot) => ({
+    ...snapshot,
+    lots: LotLedger.fromSnapshot(snapshot.lots as unknown as StoredLot[]),
+    otherLines: IdMap.fromJSON(snapshot.otherLines as unknown as Record<string, 'not_credit' | 'empty_credit'>),
+    redemptions: IdMap.fromJSON(snapshot.redemptions as unknown as Record<string, Redemption>),
+  }),
 
   decide(command, state) {
     if (command.type === 'RegisterCustomer') {
@@ -274,7 +281,7 @@ function redeem(command: Own<'RedeemReward'>, state: CustomerState): CustomerEve
   if (!reward.active) throw new ApiError(422, 'reward_inactive', `Reward '${reward.reward_id}' is not active.`);
   if (
     reward.reward_type === 'achievement' &&
-    Object.values(state.redemptions).some((r) => r.rewardId === reward.reward_id && !r.cancelled)
+    state.redemptions.values().some((r) => r.rewardId === reward.reward_id && !r.cancelled)
   ) {
     throw new ApiError(409, 'achievement_already_granted', `Achievement '${reward.reward_id}' was already granted to this customer.`);
   }
@@ -297,7 +304,7 @@ function redeem(command: Own<'RedeemReward'>, state: CustomerState): CustomerEve
 
 /** Gives the points back to the lots they came from; one whose lot expired meanwhile expires again at once (due work after). */
 function cancelRedemption(command: Own<'CancelRedemption'>, state: CustomerState): CustomerEvent {
-  const redemption = state.redemptions[command.redemptionId];
+  const redemption = state.redemptions.get(command.redemptionId);
   if (!redemption) throw errors.redemptionNotFound(command.redemptionId);
   if (redemption.cancelled) {
     throw new ApiError(409, 'redemption_already_cancelled', `Redemption '${command.redemptionId}' is already cancelled.`);
@@ -325,7 +332,7 @@ function reverse(command: Own<'ReverseTransaction'>, state: CustomerState): Cust
   const id = command.reversedId;
   const lot = state.lots.get(id);
   if (!lot) {
-    const line = state.otherLines[id];
+    const line = state.otherLines.get(id);
     if (line === 'not_credit') {
       throw new ApiError(422, 'transaction_not_reversible', `Transaction '${id}' is not a credit (earn, positive adjust or event); only credits can be reversed.`);
     }

@@ -1,6 +1,7 @@
 import type { EventOf } from '../../events/catalogue.js';
 import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import { DEFAULT_PROGRAM_SETTINGS, type ProgramSettings, type TierDefinition } from '../../events/program-events.js';
+import { IdMap } from './id-map.js';
 import { LotLedger } from './lot-ledger.js';
 import type { Lot, Share } from '../../events/lots.js';
 import type { QualifyingCredit } from './rolling-tiers.js';
@@ -78,8 +79,8 @@ export interface CustomerState {
   /** Negative adjusts: negative credits for rolling tier qualification. */
   negativeCredits: QualifyingCredit[];
   /** Ledger lines that made no lot, for the answer to a reversal of one: a debit, release, expiry or reversal, or a credit of 0 points. */
-  otherLines: Record<string, 'not_credit' | 'empty_credit'>;
-  redemptions: Record<string, Redemption>;
+  otherLines: IdMap<'not_credit' | 'empty_credit'>;
+  redemptions: IdMap<Redemption>;
 }
 
 export const MAX_POINTS = Number.MAX_SAFE_INTEGER;
@@ -100,18 +101,20 @@ export function initialCustomerState(): CustomerState {
     tierCheckedAt: null,
     lots: LotLedger.EMPTY,
     negativeCredits: [],
-    otherLines: {},
-    redemptions: {},
+    otherLines: IdMap.empty(),
+    redemptions: IdMap.empty(),
   };
 }
 
 /**
- * What a state weighs in the state cache (src/commands/state-cache.ts): a customer's lots, what it
- * grows with (about 400 bytes each in memory, the lot included), plus one; any other aggregate's state, one.
+ * What a state weighs in the state cache (src/commands/state-cache.ts): what a customer's grows
+ * with, one per lot (about 273 bytes each in memory) and one per other ledger line and redemption
+ * it keeps (about 130), plus one; any other aggregate's state, one.
  */
 export function cachedWeight(state: unknown): number {
-  const lots = (state as { lots?: unknown } | null | undefined)?.lots;
-  return 1 + (lots instanceof LotLedger ? lots.size : 0);
+  const customer = state as Partial<CustomerState> | null | undefined;
+  if (!(customer?.lots instanceof LotLedger)) return 1;
+  return 1 + customer.lots.size + (customer.otherLines?.size ?? 0) + (customer.redemptions?.size ?? 0);
 }
 
 /** The credits rolling qualification counts: every lot net of its reversals, and the negative adjusts. */
@@ -157,22 +160,19 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
         balance,
         lots: state.lots.takeShares(shares),
         lifetimeRedeemed: state.lifetimeRedeemed + points_cost,
-        otherLines: { ...state.otherLines, [redemption_id]: 'not_credit' },
-        redemptions: {
-          ...state.redemptions,
-          [redemption_id]: { rewardId: reward_id, rewardType: reward_type, pointsCost: points_cost, cancelled: false, lots: shares },
-        },
+        otherLines: state.otherLines.set(redemption_id, 'not_credit'),
+        redemptions: state.redemptions.set(redemption_id, { rewardId: reward_id, rewardType: reward_type, pointsCost: points_cost, cancelled: false, lots: shares }),
       };
     }
     case 'RedemptionCancelled': {
-      const redemption = state.redemptions[event.data.redemption_id]!;
+      const redemption = state.redemptions.get(event.data.redemption_id)!;
       return {
         ...state,
         balance: event.data.balance,
         lots: state.lots.returnShares(event.data.lots ?? redemption.lots),
         lifetimeRedeemed: state.lifetimeRedeemed - event.data.points_cost,
-        otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
-        redemptions: { ...state.redemptions, [event.data.redemption_id]: { ...redemption, cancelled: true } },
+        otherLines: state.otherLines.set(event.data.transaction_id, 'not_credit'),
+        redemptions: state.redemptions.set(event.data.redemption_id, { ...redemption, cancelled: true }),
       };
     }
     case 'PointsReleased':
@@ -181,7 +181,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
         balance: event.data.balance,
         pending: state.pending - event.data.amount,
         lots: state.lots.release(event.data.lot_transaction_id),
-        otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
+        otherLines: state.otherLines.set(event.data.transaction_id, 'not_credit'),
       };
     case 'PointsExpiringNotified':
       return { ...state, lots: state.lots.notice(event.data.lot_transaction_id) };
@@ -193,7 +193,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
         pending: wasPending ? state.pending - event.data.amount : state.pending,
         lots: state.lots.expire(event.data.lot_transaction_id),
         lifetimeExpired: state.lifetimeExpired + event.data.amount,
-        otherLines: { ...state.otherLines, [event.data.transaction_id]: 'not_credit' },
+        otherLines: state.otherLines.set(event.data.transaction_id, 'not_credit'),
       };
     }
     case 'PointsReversed': {
@@ -206,7 +206,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
         lots: state.lots.reverse(data.reversed_transaction_id, { fromLot: data.from_lot, fromExpired: data.from_expired, fromBalance: data.lots }),
         lifetimeEarned: state.lifetimeEarned - data.amount,
         lifetimeExpired: state.lifetimeExpired - data.from_expired,
-        otherLines: { ...state.otherLines, [data.transaction_id]: 'not_credit' },
+        otherLines: state.otherLines.set(data.transaction_id, 'not_credit'),
         tierCheckedAt: at,
       };
     }
@@ -227,7 +227,7 @@ function credited(
   at: string,
 ): CustomerState {
   const lifetimeEarned = state.lifetimeEarned + amount;
-  if (amount <= 0) return { ...state, balance, lifetimeEarned, otherLines: { ...state.otherLines, [id]: 'empty_credit' } };
+  if (amount <= 0) return { ...state, balance, lifetimeEarned, otherLines: state.otherLines.set(id, 'empty_credit') };
   return {
     ...state,
     balance,
@@ -244,7 +244,7 @@ function debited(state: CustomerState, id: string, amount: number, shares: Share
     ...state,
     balance,
     lots: state.lots.takeShares(shares ?? plannedShares(state, amount)),
-    otherLines: { ...state.otherLines, [id]: 'not_credit' },
+    otherLines: state.otherLines.set(id, 'not_credit'),
   };
 }
 

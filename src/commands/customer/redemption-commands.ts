@@ -60,7 +60,7 @@ export function redemptionCommands({ bus, ids, reads }: CommandDeps) {
     async cancel(ctx: CommandContext, customerId: string, redemptionId: string): Promise<RecordedEvent> {
       // Which reward's lock to take, read before taking it (the decision below checks again).
       const { state } = await loadCustomer(bus.load, ctx, customerId);
-      const rewardId = state.redemptions[redemptionId]?.rewardId;
+      const rewardId = state.redemptions.get(redemptionId)?.rewardId;
       if (!rewardId) throw errors.redemptionNotFound(redemptionId);
       return bus.handle(ctx, withReward(customerId, rewardId), async (load) => {
         const customer = await loadCustomer(load, ctx, customerId);
