@@ -1,0 +1,82 @@
+/**
+ * The event loop's time for one customer decision, by what the customer's history holds: the cost
+ * that grows with a history and that no throughput row shows until one customer is large enough
+ * to stall a server. Pure: the decider alone, no database. Usage:
+ *   tsx scripts/bench/decision-cost.ts [sizes=100,1000,3000]
+ * Prints, per size n:
+ * - rolling: ms per earn decision of a customer holding a tier, with n credits in a rolling window;
+ * - deducts: µs to fold one more deduct onto a customer with n deducts before it.
+ */
+import { customerDecider, type CustomerCommand, type CustomerEvent, type CustomerState } from '../../src/commands/customer/customer-decider.js';
+import { DEFAULT_PROGRAM_SETTINGS, type TierDefinition } from '../../src/events/program-events.js';
+
+const sizes = (process.argv[2] ?? '100,1000,3000').split(',').map(Number);
+const START = Date.parse('2026-01-01T00:00:00.000Z');
+const MINUTE = 60_000;
+const TIERS: TierDefinition[] = [{ tier_id: 'tier_silver', name: 'Silver', points_threshold: 100, multiplier: 1, benefits: [], metadata: {} }];
+const id = (i: number) => `txn_${String(i).padStart(20, '0')}`;
+
+function fold(events: Array<{ event: CustomerEvent; at: number }>): CustomerState {
+  let state = customerDecider.initialState();
+  for (const { event, at } of events) state = customerDecider.evolve(state, { ...event, recordedAt: new Date(at) });
+  return state;
+}
+
+const registered = {
+  event: {
+    type: 'CustomerRegistered',
+    data: { customer_id: 'cus_probe', business_id: 'bus_probe', email: null, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} },
+  } as CustomerEvent,
+  at: START,
+};
+
+const earned = (i: number, amount: number, balance: number): CustomerEvent => ({
+  type: 'PointsEarned',
+  data: { transaction_id: id(i), amount, base_amount: amount, multiplier: 1, balance, reference: null, description: null, metadata: {}, available_at: null, expires_at: null },
+});
+
+/** Mean ms of `run` over enough repetitions to take about half a second, after a warm-up. */
+function timed(run: () => void): number {
+  for (let i = 0; i < 5; i++) run();
+  let reps = 0;
+  const started = performance.now();
+  while (performance.now() - started < 500) {
+    run();
+    reps++;
+  }
+  return (performance.now() - started) / reps;
+}
+
+function rolling(n: number): number {
+  const history = [registered, ...Array.from({ length: n }, (_, i) => ({ event: earned(i, 10, 10 * (i + 1)), at: START + i * MINUTE }))];
+  const state: CustomerState = { ...fold(history), tier: { id: 'tier_silver', name: 'Silver', points_threshold: 100, multiplier: 1, benefits: [] }, tierCheckedAt: new Date(START).toISOString() };
+  const settings = { ...DEFAULT_PROGRAM_SETTINGS, tier_qualification: { mode: 'rolling' as const, window_days: 365 } };
+  const command: CustomerCommand = {
+    type: 'RecordPoints',
+    pointsType: 'earn',
+    transactionId: 'txn_probe',
+    amount: 5,
+    applyMultiplier: false,
+    description: null,
+    reference: null,
+    metadata: {},
+    tiers: TIERS,
+    lifecycle: { settings, qualificationSince: null, tiers: TIERS, now: new Date(START + n * MINUTE + 1_000) },
+  };
+  return timed(() => customerDecider.decide(command, state));
+}
+
+function deducts(n: number): number {
+  const big = { event: earned(0, 1_000_000_000, 1_000_000_000), at: START };
+  const deduct = (i: number): CustomerEvent => ({
+    type: 'PointsDeducted',
+    data: { transaction_id: id(i), amount: 1, balance: 1_000_000_000 - i, reference: null, description: null, metadata: {}, lots: [{ transaction_id: id(0), amount: 1 }] },
+  });
+  const state = fold([registered, big, ...Array.from({ length: n }, (_, i) => ({ event: deduct(i + 1), at: START + i }))]);
+  const next = { ...deduct(n + 1), recordedAt: new Date(START + n) };
+  return timed(() => customerDecider.evolve(state, next)) * 1_000;
+}
+
+for (const n of sizes) {
+  console.log(`n=${n}: rolling earn decision ${rolling(n).toFixed(2)} ms; one more deduct folded ${deducts(n).toFixed(1)} µs`);
+}

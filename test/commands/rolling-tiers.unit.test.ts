@@ -1,0 +1,56 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { nextDowngrade, qualifyingPoints, type QualifyingCredit, tierFor } from '../../src/commands/customer/rolling-tiers.js';
+import type { TierDefinition } from '../../src/events/program-events.js';
+
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const iso = (t: number) => new Date(t).toISOString();
+const tier = (id: string, points_threshold: number): TierDefinition => ({ tier_id: id, name: id, points_threshold, multiplier: 1, benefits: [], metadata: {} });
+const TIERS = [tier('silver', 100), tier('gold', 500)];
+
+/** The rule as CONTRACT.md §13 words it, checked the slow way: every candidate instant in order, every credit summed again. */
+function slowNextDowngrade(credits: QualifyingCredit[], windowDays: number, threshold: number, notBefore: string) {
+  const start = Date.parse(notBefore);
+  const candidates = [start, ...credits.map((c) => Date.parse(c.at) + windowDays * DAY).filter((t) => t > start)].sort((a, b) => a - b);
+  for (const t of candidates) {
+    const qualifying = qualifyingPoints(credits, iso(t), windowDays);
+    if (qualifying < threshold) return { at: iso(t), qualifying, tier: tierFor(TIERS, qualifying) };
+  }
+  return null;
+}
+
+describe('rolling tiers: the next downgrade', () => {
+  it('is the instant the window slides below the held threshold, with the tier then qualified for', () => {
+    const credits = [
+      { at: iso(T0), amount: 300 },
+      { at: iso(T0 + 10 * DAY), amount: 300 },
+      { at: iso(T0 + 20 * DAY), amount: 50 },
+    ];
+    // Gold (500) is held on 650 points; the first credit leaves the window after 30 days: 350, silver.
+    expect(nextDowngrade(credits, 30, 500, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 30 * DAY), qualifying: 350, tier: TIERS[0] });
+    // Silver (100) is held until the second leaves too: 50, no tier.
+    expect(nextDowngrade(credits, 30, 100, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 40 * DAY), qualifying: 50, tier: null });
+    // Not before the instant given, even if the points are short already.
+    expect(nextDowngrade(credits, 30, 1_000, iso(T0 + 25 * DAY), TIERS)).toEqual({ at: iso(T0 + 25 * DAY), qualifying: 650, tier: TIERS[1] });
+    expect(nextDowngrade([], 30, 0, iso(T0), TIERS)).toBeNull();
+  });
+
+  it('agrees with summing every credit again at every instant, for any credits, reversals and negative adjusts', () => {
+    const credit = fc.record({ day: fc.integer({ min: 0, max: 120 }), ms: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: DAY - 1 })), amount: fc.integer({ min: -300, max: 600 }) });
+    fc.assert(
+      fc.property(
+        fc.array(credit, { maxLength: 40 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 0, max: 1_000 }),
+        fc.integer({ min: 0, max: 150 }),
+        (raw, windowDays, threshold, notBeforeDay) => {
+          const credits = raw.map((c) => ({ at: iso(T0 + c.day * DAY + c.ms), amount: c.amount }));
+          const notBefore = iso(T0 + notBeforeDay * DAY);
+          expect(nextDowngrade(credits, windowDays, threshold, notBefore, TIERS)).toEqual(slowNextDowngrade(credits, windowDays, threshold, notBefore));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
