@@ -4,7 +4,9 @@
  * to stall a server. Pure: the decider alone, no database. Usage:
  *   tsx scripts/bench/decision-cost.ts [sizes=100,1000,3000]
  * Prints, per size n:
+ * - lifetime: ms per earn decision of a customer with n credits (the default policy), the baseline;
  * - rolling: ms per earn decision of a customer holding a tier, with n credits in a rolling window;
+ * - deduct: ms per deduct decision of a customer with n open lots (none spent yet);
  * - deducts: µs to fold one more deduct onto a customer with n deducts before it.
  */
 import { customerDecider, type CustomerCommand, type CustomerEvent, type CustomerState } from '../../src/commands/customer/customer-decider.js';
@@ -47,23 +49,31 @@ function timed(run: () => void): number {
   return (performance.now() - started) / reps;
 }
 
-function rolling(n: number): number {
+/** A customer with `n` earns of 10 points a minute apart, and a command at the minute after the last. */
+function customerWith(n: number, settings = DEFAULT_PROGRAM_SETTINGS) {
   const history = [registered, ...Array.from({ length: n }, (_, i) => ({ event: earned(i, 10, 10 * (i + 1)), at: START + i * MINUTE }))];
-  const state: CustomerState = { ...fold(history), tier: { id: 'tier_silver', name: 'Silver', points_threshold: 100, multiplier: 1, benefits: [] }, tierCheckedAt: new Date(START).toISOString() };
-  const settings = { ...DEFAULT_PROGRAM_SETTINGS, tier_qualification: { mode: 'rolling' as const, window_days: 365 } };
-  const command: CustomerCommand = {
-    type: 'RecordPoints',
-    pointsType: 'earn',
-    transactionId: 'txn_probe',
-    amount: 5,
-    applyMultiplier: false,
-    description: null,
-    reference: null,
-    metadata: {},
-    tiers: TIERS,
-    lifecycle: { settings, qualificationSince: null, tiers: TIERS, now: new Date(START + n * MINUTE + 1_000) },
-  };
-  return timed(() => customerDecider.decide(command, state));
+  const lifecycle = { settings, qualificationSince: null, tiers: TIERS, now: new Date(START + n * MINUTE + 1_000) };
+  return { state: fold(history), lifecycle };
+}
+
+function points(pointsType: 'earn' | 'deduct', lifecycle: ReturnType<typeof customerWith>['lifecycle']): CustomerCommand {
+  return { type: 'RecordPoints', pointsType, transactionId: 'txn_probe', amount: 5, applyMultiplier: false, description: null, reference: null, metadata: {}, tiers: TIERS, lifecycle };
+}
+
+function lifetime(n: number): number {
+  const { state, lifecycle } = customerWith(n);
+  return timed(() => customerDecider.decide(points('earn', lifecycle), state));
+}
+
+function rolling(n: number): number {
+  const { state: folded, lifecycle } = customerWith(n, { ...DEFAULT_PROGRAM_SETTINGS, tier_qualification: { mode: 'rolling', window_days: 365 } });
+  const state: CustomerState = { ...folded, tier: { id: 'tier_silver', name: 'Silver', points_threshold: 100, multiplier: 1, benefits: [] }, tierCheckedAt: new Date(START).toISOString() };
+  return timed(() => customerDecider.decide(points('earn', lifecycle), state));
+}
+
+function deduct(n: number): number {
+  const { state, lifecycle } = customerWith(n);
+  return timed(() => customerDecider.decide(points('deduct', lifecycle), state));
 }
 
 function deducts(n: number): number {
@@ -78,5 +88,8 @@ function deducts(n: number): number {
 }
 
 for (const n of sizes) {
-  console.log(`n=${n}: rolling earn decision ${rolling(n).toFixed(2)} ms; one more deduct folded ${deducts(n).toFixed(1)} µs`);
+  const ms = (value: number) => `${value.toFixed(2)} ms`;
+  console.log(
+    `n=${n}: earn decision ${ms(lifetime(n))} (lifetime tiers), ${ms(rolling(n))} (rolling); deduct decision ${ms(deduct(n))}; one more deduct folded ${deducts(n).toFixed(1)} µs`,
+  );
 }
