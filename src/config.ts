@@ -19,6 +19,8 @@ export interface Config {
   databasePrepareThreshold: number;
   /** Connections each process may open to a PostgreSQL server (its pool's size). */
   databasePoolSize: number;
+  /** LOYALTY_STATE_CACHE_LOTS: lots (and other ledger lines) the customer states held in memory may hold between them, per process. */
+  stateCacheLots: number;
   /** LOYALTY_WEBHOOK_ALLOW_PRIVATE=1: webhooks may target private addresses and plain http (development, tests). */
   webhookAllowPrivate: boolean;
   /** Token bucket per API key: sustained requests per second (0 turns rate limiting off)… */
@@ -62,6 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseTimeoutMs: intSetting(env, 'LOYALTY_DB_TIMEOUT_MS', 5000, { min: 1, max: 2_147_483_647 }),
     databasePrepareThreshold: intSetting(env, 'LOYALTY_DB_PREPARE_THRESHOLD', DEFAULT_PREPARE_THRESHOLD, { min: 0, max: 1_000_000 }),
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
+    stateCacheLots: intSetting(env, 'LOYALTY_STATE_CACHE_LOTS', 200_000, { min: 1_000, max: 100_000_000 }),
     claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
     shutdownDelayMs: intSetting(env, 'LOYALTY_SHUTDOWN_DELAY_MS', 0, { max: 60_000 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',

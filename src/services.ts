@@ -119,18 +119,20 @@ export async function createServices(options: ServicesOptions) {
   }
   const ids = options.ids ?? newId;
   const conflicts = new ConflictRetries();
+  // At most 50,000 states, and at most LOYALTY_STATE_CACHE_LOTS lots among them (200,000 by default, about 55 MB: 273
+  // bytes a lot, measured; a customer's other ledger lines and redemptions weigh as lots, though each holds about half
+  // as much): a customer's state grows with its history. One customer heavier than that alone stays beside them while
+  // in use (`StateCache.evict`). The count bound is above what one pass of the lifecycle scheduler touches (the row due
+  // at once: 10,000 customers) plus the requests' customers. The default keeps a server under load within the soak
+  // row's 300 MB when its customers hold a few hundred lots each (220,000 took it to 270 MB; docs/performance.md,
+  // session of 2026-11-29).
+  const stateCache = new StateCache(50_000, snapshotStore(database.db), { weigh: cachedWeight, max: config.stateCacheLots });
   const busParts = {
     store,
     ids,
     clock,
     locks: new KeyedLock(),
-    // At most 50,000 states, and at most 200,000 lots among them (about 55 MB: 273 bytes a lot, measured; a customer's
-    // other ledger lines and redemptions weigh as lots, though each holds about half as much): a customer's state grows
-    // with its history. One customer heavier than that alone stays beside them while in use (`StateCache.evict`).
-    // The count bound is above what one pass of the lifecycle scheduler touches (the row due at once: 10,000 customers)
-    // plus the requests' customers. The lots bound keeps a server under load within the soak row's 300 MB when its
-    // customers hold a few hundred lots each (220,000 took it to 270 MB; docs/performance.md, session of 2026-11-29).
-    cache: new StateCache(50_000, snapshotStore(database.db), { weigh: cachedWeight, max: 200_000 }),
+    cache: stateCache,
     settle: (p: Checkpoint) => projections.settle(p),
     conflicts,
   };
@@ -219,6 +221,8 @@ export async function createServices(options: ServicesOptions) {
     scheduler,
     /** Changes decided again because another writer moved a stream first (`/metrics`). */
     conflicts,
+    /** Folded states in memory, and where each load found its state (`/metrics`). */
+    stateCache,
     principals,
     async close() {
       await scheduler.stop();

@@ -36,7 +36,7 @@ export async function loadAggregate<State, Event extends DomainEvent>(
   trust = false,
 ): Promise<Loaded<State>> {
   cache?.touch(stream);
-  const remembered = trust ? cache?.peek<State>(stream) : undefined;
+  const remembered = trust ? cache?.recall<State>(stream) : undefined;
   if (remembered) return { ...remembered, optimistic: true };
   const cached = await cache?.get<State>(stream, decider.revive);
   const events = await store.readStream(stream, cached ? { from: cached.revision + 1 } : {});

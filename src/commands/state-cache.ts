@@ -18,6 +18,9 @@ const SNAPSHOT_CHARS_PER_EVENT = 1_000;
  */
 export const SNAPSHOT_ON_LEAVING = 16;
 
+/** Where a load found the state it decides on: memory, a snapshot (and the events after it), or the log alone. */
+export type LoadedFrom = 'memory' | 'snapshot' | 'log';
+
 /** The revision a cached state is at; `no_stream` remembers that the stream did not exist. */
 export type CachedRevision = number | 'no_stream';
 
@@ -72,6 +75,7 @@ export class StateCache {
   private oversized: string | undefined;
   /** How often each stream was loaded lately: who is let in when memory is full (see `evict`). */
   private readonly uses: FrequencySketch;
+  private readonly counts: Record<LoadedFrom, number> = { memory: 0, snapshot: 0, log: 0 };
 
   constructor(
     private readonly capacity = 10_000,
@@ -89,6 +93,28 @@ export class StateCache {
   /** What the states in memory weigh together (0 without a `weight` bound). */
   get weightHeld(): number {
     return this.weighed;
+  }
+
+  /** The bound on that weight, and on the number of states. */
+  get bounds(): { weight: number | undefined; states: number } {
+    return { weight: this.weight?.max, states: this.capacity };
+  }
+
+  /** States in memory. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Where loads for decisions found their state, since the process started (`recall`, `get`). */
+  get loads(): Readonly<Record<LoadedFrom, number>> {
+    return this.counts;
+  }
+
+  /** The state in memory, for a decision made on it without reading the store: `peek`, counted as a load from memory. */
+  recall<State>(stream: string): CachedState<State> | undefined {
+    const entry = this.peek<State>(stream);
+    if (entry) this.counts.memory++;
+    return entry;
   }
 
   /** The state in memory, if any (never a snapshot: those are old by nature). */
@@ -110,9 +136,12 @@ export class StateCache {
       await entry.pending.catch(() => undefined);
       entry = this.peek<State>(stream);
     }
-    if (entry && entry.revision !== 'no_stream') return entry as { state: State; revision: number };
-    if (entry) return undefined;
+    if (entry) {
+      this.counts.memory++;
+      return entry.revision === 'no_stream' ? undefined : (entry as { state: State; revision: number });
+    }
     const snapshot = await this.snapshot(stream, revive);
+    this.counts[snapshot ? 'snapshot' : 'log']++;
     if (snapshot) this.persisted.set(stream, snapshot.revision);
     return snapshot;
   }

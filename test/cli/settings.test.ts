@@ -38,6 +38,8 @@ describe('settings read at start', () => {
     ['LOYALTY_DB_TIMEOUT_MS', '0'],
     ['LOYALTY_DB_TIMEOUT_MS', '5s'],
     ['LOYALTY_DB_POOL_SIZE', '0'],
+    ['LOYALTY_STATE_CACHE_LOTS', '999'],
+    ['LOYALTY_STATE_CACHE_LOTS', 'lots'],
     ['LOYALTY_RATE_LIMIT_RPS', '-5'],
     ['LOYALTY_RATE_LIMIT_BURST', '0'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
@@ -69,6 +71,8 @@ describe('settings read at start', () => {
     expect(loadConfig({ PORT: '' })).toMatchObject({ port: 3000, logLevel: 'info', readYourWritesTimeoutMs: 5000, databaseTimeoutMs: 5000, rateLimitBurst: 200 });
     expect(loadConfig({ LOYALTY_DB_TIMEOUT_MS: '2500' })).toMatchObject({ databaseTimeoutMs: 2500 });
     expect(loadConfig({ LOYALTY_DB_POOL_SIZE: '8' })).toMatchObject({ databasePoolSize: 8 });
+    expect(loadConfig({})).toMatchObject({ stateCacheLots: 200_000 });
+    expect(loadConfig({ LOYALTY_STATE_CACHE_LOTS: '1000000' })).toMatchObject({ stateCacheLots: 1_000_000 });
     expect(loadConfig({ PORT: '0', LOYALTY_RATE_LIMIT_RPS: '0', LOG_LEVEL: 'silent' })).toMatchObject({ port: 0, rateLimitRps: 0, logLevel: 'silent' });
     expect(loadConfig({ PORT: '65535', DATABASE_URL: 'postgresql://u:p@db.internal:6543/loyalty' })).toMatchObject({
       port: 65535,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { instanceBeside } from '../support/instance-beside.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -42,6 +43,24 @@ describe('/metrics counters for operators', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('counts where state loads found their state, and what the state cache holds within its bound (LOYALTY_STATE_CACHE_LOTS)', async () => {
+    expect(t.services.stateCache.bounds).toEqual({ weight: loadConfig({}).stateCacheLots, states: 50_000 });
+    const { private_key: key } = await t.business();
+    const customer = await t.request('POST', '/api/v1/customers', { key, body: { email: 'cache@example.com' } });
+    const before = await metrics();
+    for (let i = 0; i < 3; i++) {
+      expect((await t.request('POST', `/api/v1/customers/${customer.body.id}/points/transaction`, { key, body: { type: 'earn', amount: 10 } })).status).toBe(201);
+    }
+    const after = await metrics();
+    // The first earn found the new customer in memory (its registration left it there), and so did the next two.
+    const fromMemory = (text: string) => sample(text, 'loyalty_state_loads_total{from="memory"}');
+    expect(fromMemory(after) - fromMemory(before)).toBeGreaterThanOrEqual(3);
+    expect(sample(after, 'loyalty_state_cache_lots')).toBeGreaterThanOrEqual(3);
+    expect(sample(after, 'loyalty_state_cache_states')).toBeGreaterThan(0);
+    expect(after).toContain('loyalty_state_loads_total{from="snapshot"}');
+    expect(after).toContain('loyalty_state_loads_total{from="log"}');
   });
 
   it('counts writes decided again because another writer moved the stream first', async () => {

@@ -14,7 +14,7 @@ const READY_MAX_LAG = 10_000;
  * What the ops endpoints and metrics read: the log and the projections' checkpoints (lag), the
  * loops this process runs, the webhook queue, conflicts retried; nothing else of the services.
  */
-export type OpsServices = Pick<Services, 'projections' | 'dispatcher' | 'conflicts' | 'database' | 'queries'>;
+export type OpsServices = Pick<Services, 'projections' | 'dispatcher' | 'conflicts' | 'database' | 'queries' | 'stateCache'>;
 
 /**
  * Each projector's checkpoint and how far the log's head is past it, asked of the event store (the
@@ -45,7 +45,8 @@ export interface Metrics {
 /**
  * The metrics of this process: request latency by route and status (and requests per process),
  * projection lag and events, webhook queue depth, webhook attempts by outcome, 429s, idempotent
- * replays, write conflicts retried, and prom-client's process and Node defaults. In a cluster the primary sums every child's
+ * replays, write conflicts retried, where state loads found their state and what the state cache
+ * holds, and prom-client's process and Node defaults. In a cluster the primary sums every child's
  * (prom-client's `AggregatorRegistry.aggregate`): counters and histograms add up, while the gauges
  * read from the database, the same in every process, take the largest value instead of a sum.
  */
@@ -114,6 +115,33 @@ export function createMetrics(services: OpsServices): Metrics {
     registers: [registry],
   });
   services.conflicts.onRetried((how) => conflicts.inc({ how }));
+  // Whether the customers in use fit in memory: loads from snapshots and the log read the database and fold.
+  new Counter({
+    name: 'loyalty_state_loads_total',
+    help: 'Loads of a stream\'s state for a decision, by where the state was found: memory, snapshot (and the events after it), log (the whole stream)',
+    labelNames: ['from'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [from, count] of Object.entries(services.stateCache.loads)) this.inc({ from }, count);
+    },
+  });
+  new Gauge({
+    name: 'loyalty_state_cache_lots',
+    help: 'Lots and other ledger lines the states held in memory hold between them (bounded by LOYALTY_STATE_CACHE_LOTS per process)',
+    registers: [registry],
+    collect() {
+      this.set(services.stateCache.weightHeld);
+    },
+  });
+  new Gauge({
+    name: 'loyalty_state_cache_states',
+    help: 'Folded states held in memory',
+    registers: [registry],
+    collect() {
+      this.set(services.stateCache.size);
+    },
+  });
   // Set only in a process that runs the loops, so a cluster's sum (max) shows its workers process.
   new Gauge({
     name: 'loyalty_worker_loop_state',
