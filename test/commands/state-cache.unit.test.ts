@@ -236,4 +236,28 @@ describe('state cache: snapshots', () => {
     expect(heavy.peek('next')).toBeUndefined();
     expect(puts).toHaveLength(1);
   });
+
+  it('on shutdown snapshots the committed states worth it, most recently used first, and starts none after its time', async () => {
+    const { store, puts } = heldSnapshots();
+    const cache = new StateCache(100, store);
+    cache.set('old', {}, 40);
+    cache.set('few', {}, 3); // 4 events: not worth a snapshot
+    cache.set('recent', {}, 30);
+    const append = queued();
+    cache.setQueued('queued', {}, 50, append.appended); // not known committed
+    const held = cache.snapshotHeld(60_000, 1);
+    await settled();
+    expect(puts.map((p) => [p.stream, p.revision])).toEqual([['recent', 30]]);
+    puts[0]!.answer(100);
+    await settled();
+    expect(puts.map((p) => [p.stream, p.revision])).toEqual([['recent', 30], ['old', 40]]);
+    puts[1]!.fail();
+    expect(await held).toBe(1);
+    // Nothing is started once its time is up.
+    const late = new StateCache(100, store);
+    late.set('s', {}, 100);
+    expect(await late.snapshotHeld(0)).toBe(0);
+    expect(puts).toHaveLength(2);
+  });
 });
+

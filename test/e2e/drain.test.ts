@@ -1,5 +1,7 @@
 import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { streams } from '../../src/events/streams.js';
 import { api, exitWithin, freshStore, killAllProcesses, printedKeys, type ProcessStore, startServer } from './process-helpers.js';
 
 /** Why a request failed, by the code undici gives: a refused connection means the request was never sent. */
@@ -28,6 +30,11 @@ describe('drain on SIGTERM under keep-alive load', () => {
     const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'drain@example.com' } });
     expect(customer.status).toBe(201);
     const path = `/api/v1/customers/${customer.body.id}/points/transaction`;
+    // Another customer with 20 earns and no snapshot yet (the first falls due at 200 events).
+    const quiet = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'quiet@example.com' } });
+    for (let i = 0; i < 20; i++) {
+      expect((await api(server.baseUrl, 'POST', `/api/v1/customers/${quiet.body.id}/points/transaction`, { key: key!, body: { type: 'earn', amount: 1 } })).status).toBe(201);
+    }
 
     const agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
     const statuses: number[] = [];
@@ -62,6 +69,21 @@ describe('drain on SIGTERM under keep-alive load', () => {
     // Every loop ended on a refused connection (the server no longer listens), none on a request lost in flight.
     expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
     expect(statuses.filter((s) => s !== 201)).toEqual([]);
+
+    // Before it exited, it snapshotted the quiet customer's state at its last event, for the next start
+    // (21 events since no snapshot: worth one; the busy customer's 200-odd lots ask for more events
+    // since its snapshot at 200 than it may have).
+    const database = await openDatabase({ databaseUrl: store.env.DATABASE_URL, dataDir: store.env.LOYALTY_DATA_DIR });
+    try {
+      const snapshot = await database.db
+        .selectFrom('aggregate_snapshots')
+        .select('revision')
+        .where('stream_id', '=', streams.customer(quiet.body.id))
+        .executeTakeFirst();
+      expect(Number(snapshot?.revision)).toBe(20); // registered, then 20 earns
+    } finally {
+      await database.close();
+    }
 
     const again = await startServer(store);
     const after = await api(again.baseUrl, 'GET', `/api/v1/customers/${customer.body.id}`, { key: key! });
