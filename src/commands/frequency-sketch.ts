@@ -1,12 +1,16 @@
 import { fnv1a } from '../string-hash.js';
 
 const ROWS = 4;
-const MAX_COUNT = 255;
+/**
+ * Counts stop here (four bits' worth, as Caffeine's): a stream used a thousand times and then no
+ * more outranks a newcomer only until a few halvings bring it down, not for hundreds of them.
+ */
+const MAX_COUNT = 15;
 
 /**
  * How often each stream was used lately, approximately, in fixed memory: a count-min sketch (four
- * rows of byte counters; a stream's count is the least of its four, never below the truth). Every
- * `period` uses, all counts are halved, so old popularity fades. The state cache asks it whom to
+ * rows of byte counters; a stream's count is the least of its four, never below the truth, at most
+ * 15). Every `period` uses, all counts are halved, so old popularity fades. The state cache asks it whom to
  * keep (TinyLFU admission: Einziger, Friedman and Manes, "TinyLFU: A Highly Efficient Cache
  * Admission Policy", 2017).
  */
@@ -16,21 +20,21 @@ export class FrequencySketch {
   private uses = 0;
 
   /** `size`: about how many streams it tells apart well (the cache's capacity); rows of twice as many counters. */
-  constructor(size: number, private readonly period = 10 * size) {
+  constructor(size: number, private readonly defaultPeriod = 10 * size) {
     let width = 16;
     while (width < 2 * size) width *= 2;
     this.counters = new Uint8Array(ROWS * width);
     this.mask = width - 1;
   }
 
-  /** One use of `key`. */
-  add(key: string): void {
+  /** One use of `key`; all counts are halved once `period` uses have been counted since the last halving. */
+  add(key: string, period = this.defaultPeriod): void {
     const hash = fnv1a(key);
     for (let row = 0; row < ROWS; row++) {
       const i = this.index(hash, row);
       if (this.counters[i]! < MAX_COUNT) this.counters[i]!++;
     }
-    if (++this.uses >= this.period) this.age();
+    if (++this.uses >= period) this.age();
   }
 
   /** About how many times `key` was used lately (never fewer than it was since the last halving). */

@@ -16,16 +16,22 @@ describe('frequency sketch', () => {
   });
 
   it('halves every count once per period of uses, so old popularity fades', () => {
-    const sketch = new FrequencySketch(16, 100);
-    for (let use = 0; use < 60; use++) sketch.add('old');
-    expect(sketch.count('old')).toBe(60);
-    for (let use = 0; use < 40; use++) sketch.add('new'); // the 100th use halves
-    expect([sketch.count('old'), sketch.count('new')]).toEqual([30, 20]);
+    const sketch = new FrequencySketch(16, 20);
+    for (let use = 0; use < 12; use++) sketch.add('old');
+    expect(sketch.count('old')).toBe(12);
+    for (let use = 0; use < 8; use++) sketch.add('new'); // the 20th use halves
+    expect([sketch.count('old'), sketch.count('new')]).toEqual([6, 4]);
   });
 
-  it('stops counting at 255 instead of wrapping', () => {
+  it('stops counting at 15, so a key used a thousand times falls to nothing after four halvings', () => {
     const sketch = new FrequencySketch(16, 10_000);
-    for (let use = 0; use < 300; use++) sketch.add('hot');
-    expect(sketch.count('hot')).toBe(255);
+    for (let use = 0; use < 1_000; use++) sketch.add('hot');
+    expect(sketch.count('hot')).toBe(15);
+    const counts = [];
+    for (let halving = 0; halving < 4; halving++) {
+      for (let use = 0; use < 100; use++) sketch.add(`other-${use}`, 100); // a period of 100 uses, as the caller asks
+      counts.push(sketch.count('hot'));
+    }
+    expect(counts).toEqual([7, 3, 1, 0]);
   });
 });

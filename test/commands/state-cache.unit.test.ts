@@ -117,6 +117,27 @@ describe('state cache: bounded by what its states weigh', () => {
     expect(hitsPerRound).toEqual([0, 10, 10, 10, 10]);
   });
 
+  it('lets newcomers in soon after a stream used a thousand times goes idle', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    for (let use = 0; use < 1_000; use++) cache.touch('once-hot');
+    cache.set('once-hot', { weight: 1 }, 0);
+    // Now 12 other streams in turn, more than memory holds: the once-hot one is the least recently
+    // used, and outranks each newcomer only until its count has been halved a few times.
+    const streams = Array.from({ length: 12 }, (_, i) => `s${i}`);
+    const hitsPerRound: number[] = [];
+    for (let round = 0; round < 30; round++) {
+      let hits = 0;
+      for (const stream of streams) {
+        cache.touch(stream);
+        if (cache.peek(stream)) hits++;
+        cache.set(stream, { weight: 1 }, round);
+      }
+      hitsPerRound.push(hits);
+    }
+    expect(cache.peek('once-hot')).toBeUndefined();
+    expect(hitsPerRound.slice(-5)).toEqual([10, 10, 10, 10, 10]);
+  });
+
   it('keeps the one state heavier than the whole bound while lighter ones come and go after it, until a heavier one comes', async () => {
     const cache = new StateCache(100, undefined, { weigh, max: 10 });
     load(cache, 'hot', { weight: 50 });
