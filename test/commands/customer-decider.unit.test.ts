@@ -8,6 +8,7 @@ import {
   MAX_POINTS,
   type PointsType,
 } from '../../src/commands/customer/customer-decider.js';
+import { List } from 'immutable';
 import { IdMap } from '../../src/commands/customer/id-map.js';
 import { LotLedger } from '../../src/commands/customer/lot-ledger.js';
 import { fold } from '../../src/commands/decider.js';
@@ -91,7 +92,7 @@ describe('customer decider: registration', () => {
       tier: null,
       tierCheckedAt: null,
       lots: LotLedger.EMPTY,
-      negativeCredits: [],
+      negativeCredits: List(),
       otherLines: IdMap.empty(),
       redemptions: IdMap.empty(),
     });
@@ -428,11 +429,14 @@ describe('customer decider: a state from its snapshot', () => {
         type: 'RewardRedeemed',
         data: { redemption_id: 'red_1', reward_id: 'rew_1', reward_title: 'Coffee', reward_type: 'physical', points_cost: 30, reference: null, metadata: {}, balance: 60, lots: [{ transaction_id: 'txn_1', amount: 30 }] },
       },
+      { type: 'PointsAdjusted', data: { ...movement, transaction_id: 'txn_4', amount: -5, balance: 55, ...noLotTimes, lots: [{ transaction_id: 'txn_1', amount: 5 }] } },
     ]);
     const revived = customerDecider.revive!(JSON.parse(JSON.stringify(state)));
-    expect(revived).toMatchObject({ balance: 60, lifetimeEarned: 100, lifetimeRedeemed: 40 });
+    expect(revived).toMatchObject({ balance: 55, lifetimeEarned: 95, lifetimeRedeemed: 40 });
+    expect(revived.negativeCredits.toArray()).toEqual([{ at: expect.any(String), amount: -5 }]);
+    expect(revived.negativeCredits.toArray()).toEqual(state.negativeCredits.toArray());
     expect(revived.lots.values()).toEqual(state.lots.values());
-    expect(revived.otherLines.toJSON()).toEqual({ txn_2: 'not_credit', red_1: 'not_credit' });
+    expect(revived.otherLines.toJSON()).toEqual({ txn_2: 'not_credit', red_1: 'not_credit', txn_4: 'not_credit' });
     expect(revived.redemptions.get('red_1')).toEqual(state.redemptions.get('red_1'));
     // A debit is still known as one (422, not 404), and the redemption can still be cancelled, into the lot it took from.
     const reverse = { type: 'ReverseTransaction' as const, transactionId: 'txn_9', description: null, reference: null };

@@ -18,9 +18,10 @@ import {
   type TimedCustomerEvent,
 } from './customer-state.js';
 import { decideDue, tierSnapshot } from './due-work.js';
+import { List } from 'immutable';
 import { IdMap } from './id-map.js';
 import { LotLedger, type StoredLot } from './lot-ledger.js';
-import { addDays, qualifyingPoints, tierFor } from './rolling-tiers.js';
+import { addDays, type QualifyingCredit, qualifyingPoints, tierFor } from './rolling-tiers.js';
 
 export { type CustomerEvent, type CustomerState, type Lifecycle, MAX_POINTS, type Redemption, type TimedCustomerEvent } from './customer-state.js';
 
@@ -106,6 +107,7 @@ export const customerDecider: Decider<CustomerCommand, CustomerState, TimedCusto
     lots: LotLedger.fromSnapshot(snapshot.lots as unknown as StoredLot[]),
     otherLines: IdMap.fromJSON(snapshot.otherLines as unknown as Record<string, 'not_credit' | 'empty_credit'>),
     redemptions: IdMap.fromJSON(snapshot.redemptions as unknown as Record<string, Redemption>),
+    negativeCredits: List(snapshot.negativeCredits as unknown as QualifyingCredit[]),
   }),
 
   decide(command, state) {

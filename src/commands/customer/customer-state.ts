@@ -1,6 +1,7 @@
 import type { EventOf } from '../../events/catalogue.js';
 import { type CustomerProfile, EMPTY_PROFILE, type TierSnapshot } from '../../events/customer-events.js';
 import { DEFAULT_PROGRAM_SETTINGS, type ProgramSettings, type TierDefinition } from '../../events/program-events.js';
+import { List } from 'immutable';
 import { IdMap } from './id-map.js';
 import { LotLedger } from './lot-ledger.js';
 import type { Lot, Share } from '../../events/lots.js';
@@ -77,7 +78,7 @@ export interface CustomerState {
   /** One per credit, in the order made (CONTRACT.md §13). */
   lots: LotLedger;
   /** Negative adjusts: negative credits for rolling tier qualification. */
-  negativeCredits: QualifyingCredit[];
+  negativeCredits: List<QualifyingCredit>;
   /** Ledger lines that made no lot, for the answer to a reversal of one: a debit, release, expiry or reversal, or a credit of 0 points. */
   otherLines: IdMap<'not_credit' | 'empty_credit'>;
   redemptions: IdMap<Redemption>;
@@ -100,7 +101,7 @@ export function initialCustomerState(): CustomerState {
     tier: null,
     tierCheckedAt: null,
     lots: LotLedger.EMPTY,
-    negativeCredits: [],
+    negativeCredits: List(),
     otherLines: IdMap.empty(),
     redemptions: IdMap.empty(),
   };
@@ -140,7 +141,7 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
       return {
         ...debited(state, event.data.transaction_id, -event.data.amount, event.data.lots, event.data.balance),
         lifetimeEarned: state.lifetimeEarned + event.data.amount,
-        negativeCredits: [...state.negativeCredits, { at, amount: event.data.amount }],
+        negativeCredits: state.negativeCredits.push({ at, amount: event.data.amount }),
         tierCheckedAt: at,
       };
     case 'PointsDeducted':
