@@ -136,6 +136,9 @@ export interface ServerProcess {
   signal(signal: NodeJS.Signals): void;
 }
 
+/** The child could not listen: its port was taken after it was found free. */
+class PortTaken extends Error {}
+
 /**
  * Starts `loyalty serve` on the store and resolves once it prints its "Listening on" line (with
  * `role: 'workers'`, which serves no API: its "Workers running" line). One process unless
@@ -144,9 +147,25 @@ export interface ServerProcess {
  */
 export async function startServer(
   store: ProcessStore,
-  { timeoutMs = 60_000, role, processes = 1, env = {} }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number | 'default'; env?: Record<string, string> } = {},
+  options: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number | 'default'; env?: Record<string, string> } = {},
 ): Promise<ServerProcess> {
-  const port = await freePort();
+  // A port found free can be taken before the child listens on it (by another test file's process,
+  // or as the local port of an outgoing connection): then the child says so and exits, and the
+  // start is tried again on another port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOn(await freePort(), store, options);
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof PortTaken)) throw error;
+    }
+  }
+}
+
+async function startServerOn(
+  port: number,
+  store: ProcessStore,
+  { timeoutMs = 60_000, role, processes = 1, env = {} }: { timeoutMs?: number; role?: 'all' | 'api' | 'workers'; processes?: number | 'default'; env?: Record<string, string> },
+): Promise<ServerProcess> {
   const ready = role === 'workers' ? 'Workers running' : 'Listening on';
   const args = ['serve', ...(role ? ['--role', role] : []), ...(processes === 'default' ? [] : ['--processes', String(processes)])];
   const child = spawnLoyalty(args, { ...store.env, ...env, PORT: String(port), HOST: '127.0.0.1' });
@@ -172,7 +191,8 @@ export async function startServer(
     function fail(why: string) {
       cleanup();
       child.kill('SIGKILL');
-      reject(new Error(`loyalty serve ${why}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
+      const Failure = stderr.includes('another process is listening there') ? PortTaken : Error;
+      reject(new Failure(`loyalty serve ${why}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
     }
     child.stdout!.on('data', onData);
     child.once('exit', onExit);
