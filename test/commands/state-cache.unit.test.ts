@@ -101,11 +101,11 @@ describe('state cache: bounded by what its states weigh', () => {
     expect(cache.weightHeld).toBe(8);
   });
 
-  it('serves its share of streams used in turn that together outweigh the bound (least recently used alone served none)', async () => {
-    const cache = new StateCache(100, undefined, { weigh, max: 10 });
-    const streams = Array.from({ length: 12 }, (_, i) => `s${i}`);
+  /** `count` streams of weight 1 loaded in turn for `rounds` rounds, as commands load them; the hits of each round. */
+  const inTurn = (cache: StateCache, count: number, rounds: number) => {
+    const streams = Array.from({ length: count }, (_, i) => `s${i}`);
     const hitsPerRound: number[] = [];
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < rounds; round++) {
       let hits = 0;
       for (const stream of streams) {
         cache.touch(stream);
@@ -114,6 +114,12 @@ describe('state cache: bounded by what its states weigh', () => {
       }
       hitsPerRound.push(hits);
     }
+    return hitsPerRound;
+  };
+
+  it('serves its share of streams used in turn that together outweigh the bound (least recently used alone served none)', async () => {
+    const cache = new StateCache(100, undefined, { weigh, max: 10 });
+    const hitsPerRound = inTurn(cache, 12, 5);
     expect(hitsPerRound).toEqual([0, 10, 10, 10, 10]);
   });
 
@@ -123,17 +129,7 @@ describe('state cache: bounded by what its states weigh', () => {
     cache.set('once-hot', { weight: 1 }, 0);
     // Now 12 other streams in turn, more than memory holds: the once-hot one is the least recently
     // used, and outranks each newcomer only until its count has been halved a few times.
-    const streams = Array.from({ length: 12 }, (_, i) => `s${i}`);
-    const hitsPerRound: number[] = [];
-    for (let round = 0; round < 30; round++) {
-      let hits = 0;
-      for (const stream of streams) {
-        cache.touch(stream);
-        if (cache.peek(stream)) hits++;
-        cache.set(stream, { weight: 1 }, round);
-      }
-      hitsPerRound.push(hits);
-    }
+    const hitsPerRound = inTurn(cache, 12, 30);
     expect(cache.peek('once-hot')).toBeUndefined();
     expect(hitsPerRound.slice(-5)).toEqual([10, 10, 10, 10, 10]);
   });
