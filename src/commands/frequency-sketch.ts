@@ -10,7 +10,7 @@ const MAX_COUNT = 15;
 /**
  * How often each stream was used lately, approximately, in fixed memory: a count-min sketch (four
  * rows of byte counters; a stream's count is the least of its four, never below the truth, at most
- * 15). Every `period` uses, all counts are halved, so old popularity fades. The state cache asks it whom to
+ * 15). Every `period` uses (the caller's measure of "lately"), all counts are halved, so old popularity fades. The state cache asks it whom to
  * keep (TinyLFU admission: Einziger, Friedman and Manes, "TinyLFU: A Highly Efficient Cache
  * Admission Policy", 2017).
  */
@@ -20,7 +20,7 @@ export class FrequencySketch {
   private uses = 0;
 
   /** `size`: about how many streams it tells apart well (the cache's capacity); rows of twice as many counters. */
-  constructor(size: number, private readonly defaultPeriod = 10 * size) {
+  constructor(size: number) {
     let width = 16;
     while (width < 2 * size) width *= 2;
     this.counters = new Uint8Array(ROWS * width);
@@ -28,7 +28,7 @@ export class FrequencySketch {
   }
 
   /** One use of `key`; all counts are halved once `period` uses have been counted since the last halving. */
-  add(key: string, period = this.defaultPeriod): void {
+  add(key: string, period: number): void {
     const hash = fnv1a(key);
     for (let row = 0; row < ROWS; row++) {
       const i = this.index(hash, row);

@@ -39,37 +39,35 @@ export class IdMap<V> {
   }
 
   get(id: string): V | undefined {
-    for (let entry = this.entries.get(idHash(id)); entry; entry = entry.next) if (entry.id === id) return entry.value;
-    return undefined;
+    return this.chainAt(idHash(id)).find((entry) => entry.id === id)?.value;
   }
 
   set(id: string, value: V): IdMap<V> {
     const hash = idHash(id);
-    const first = this.entries.get(hash);
-    let found = false;
-    const chain = (entry: Entry<V> | undefined): Entry<V> | undefined => {
-      if (!entry) return undefined;
-      if (entry.id === id) {
-        found = true;
-        return { id, value, next: entry.next };
-      }
-      return { id: entry.id, value: entry.value, next: chain(entry.next) };
-    };
-    const replaced = chain(first);
-    if (found) return new IdMap(this.entries.set(hash, replaced!), this.size);
-    return new IdMap(this.entries.set(hash, { id, value, next: first }), this.size + 1);
+    const chain = this.chainAt(hash);
+    let next: Entry<V> | undefined;
+    for (const entry of chain) if (entry.id !== id) next = { id: entry.id, value: entry.value, next };
+    const added = chain.every((entry) => entry.id !== id);
+    return new IdMap(this.entries.set(hash, { id, value, next }), this.size + (added ? 1 : 0));
   }
 
   values(): V[] {
-    const out: V[] = [];
-    for (const first of this.entries.values()) for (let entry: Entry<V> | undefined = first; entry; entry = entry.next) out.push(entry.value);
-    return out;
+    return this.all().map((entry) => entry.value);
   }
 
   /** A plain object of ids, for a snapshot. */
   toJSON(): Record<string, V> {
-    const out: Record<string, V> = {};
-    for (const first of this.entries.values()) for (let entry: Entry<V> | undefined = first; entry; entry = entry.next) out[entry.id] = entry.value;
-    return out;
+    return Object.fromEntries(this.all().map((entry) => [entry.id, entry.value]));
+  }
+
+  /** The entries under one hash (usually none or one). */
+  private chainAt(hash: number): Entry<V>[] {
+    const chain: Entry<V>[] = [];
+    for (let entry = this.entries.get(hash); entry; entry = entry.next) chain.push(entry);
+    return chain;
+  }
+
+  private all(): Entry<V>[] {
+    return [...this.entries.keys()].flatMap((hash) => this.chainAt(hash));
   }
 }
