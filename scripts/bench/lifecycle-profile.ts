@@ -7,7 +7,10 @@
  * lifecycle row's does. What that costs is read from /proc (this process, and the database's
  * backends) from the first claim until the read models include every expiry, so it holds on a
  * busy machine where the row's throughput does not; a V8 CPU profile covers the same span.
- * LIFECYCLE_PROFILE_OUT=file keeps the .cpuprofile.
+ * LIFECYCLE_PROFILE_OUT=file keeps the .cpuprofile. LIFECYCLE_PROFILE_ALLOCATIONS=1 also samples
+ * what the span allocates, garbage included (bytes per lot, and by function). With PostgreSQL's
+ * `pg_stat_statements` loaded (`shared_preload_libraries`: not on CI, and it slows every statement),
+ * LIFECYCLE_PROFILE_STATEMENTS=1 prints the span's statements by their total time.
  */
 import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
@@ -17,6 +20,7 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/services.js';
 import { cpuDuring } from './cpu-time.js';
+import { startAllocationSampling, stopAllocationSampling } from './allocation-profile.js';
 import { summarizeProfile } from './cpu-profile.js';
 import { seedLots } from './lifecycle.js';
 import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
@@ -46,10 +50,14 @@ async function main(): Promise<void> {
       const notices = await services.scheduler.runUntilIdle(); // notices fall due at once (7 days ahead)
       await settle(dbName);
       offset = 2 * HOUR;
+      const statements = process.env.LIFECYCLE_PROFILE_STATEMENTS === '1';
+      if (statements) await withClient((c) => c.query('select pg_stat_statements_reset()'), dbName);
       const session = new Session();
       session.connect();
       await session.post('Profiler.enable');
       await session.post('Profiler.start');
+      const allocations = process.env.LIFECYCLE_PROFILE_ALLOCATIONS === '1';
+      if (allocations) await startAllocationSampling(session);
       const started = performance.now();
       const { result: runs, nodeMs, postgresMs } = await cpuDuring(process.pid, dbName, async () => {
         const runs = await services.scheduler.runUntilIdle();
@@ -58,6 +66,7 @@ async function main(): Promise<void> {
       });
       const seconds = (performance.now() - started) / 1000;
       const { profile } = await session.post('Profiler.stop');
+      const allocated = allocations ? await stopAllocationSampling(session) : null;
       session.disconnect();
       const expired = runs.reduce((n, r) => n + r.work.filter((w) => w.type === 'PointsExpired').length, 0);
       const file = process.env.LIFECYCLE_PROFILE_OUT ?? path.join(os.tmpdir(), `lifecycle-${process.pid}.cpuprofile`);
@@ -74,6 +83,12 @@ async function main(): Promise<void> {
         ...summary.functions.map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.name}`),
         ...summary.callers.flatMap((c) => [`Heaviest paths into ${c.name}:`, ...c.paths.map((p) => `  ${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}`)]),
       ];
+      if (allocated) {
+        await writeFile(`${file}.heapprofile`, JSON.stringify(allocated.profile));
+        out.push(`Allocated: ${(allocated.totalBytes / expired / 1024).toFixed(1)} KB per lot (sampled, garbage included; ${file}.heapprofile), by function:`);
+        out.push(...allocated.functions.map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.name}`));
+      }
+      if (statements) out.push('Statements by total time:', ...(await topStatements(dbName)));
       process.stdout.write(`${out.join('\n')}\n`);
       const check = await withClient(
         async (c) => (await c.query<{ n: string; lots: string }>(`select count(*) n, count(distinct data->>'lot_transaction_id') lots from events where type = 'PointsExpired'`)).rows[0]!,
@@ -86,6 +101,22 @@ async function main(): Promise<void> {
   } finally {
     await dropDatabase(dbName);
   }
+}
+
+/** The span's statements from `pg_stat_statements`, by their total time. */
+async function topStatements(dbName: string): Promise<string[]> {
+  const rows = await withClient(
+    async (c) =>
+      (
+        await c.query<{ calls: string; rows: string; ms: number; query: string }>(
+          `select calls, rows, total_exec_time as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+           from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+           order by total_exec_time desc limit 12`,
+        )
+      ).rows,
+    dbName,
+  );
+  return rows.map((r) => `  ${r.ms.toFixed(0).padStart(6)} ms  ${r.calls.padStart(6)} calls  ${r.rows.padStart(7)} rows  ${r.query}`);
 }
 
 async function settle(dbName: string): Promise<void> {

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { withDeferredWrites } from './deferred-writes.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { withQueryDeadline } from './query-deadline.js';
+import { utcTimestampParser } from './utc-timestamp.js';
 import type { PlanRefresh } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
@@ -53,6 +54,8 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 // bigint columns hold points and positions, all within Number.MAX_SAFE_INTEGER by contract.
 const INT8_OID = 20;
 pg.types.setTypeParser(INT8_OID, (v) => Number(v));
+const TIMESTAMPTZ_OID = 1184;
+pg.types.setTypeParser(TIMESTAMPTZ_OID, utcTimestampParser(pg.types.getTypeParser(TIMESTAMPTZ_OID)));
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl) {

@@ -9,15 +9,16 @@ const bySortedCopies = (value: unknown) =>
   );
 
 /** Keys that JavaScript orders apart (array indexes, numeric-looking strings that are not indexes) beside ordinary ones. */
-const key = fc.oneof(fc.string(), fc.constantFrom('0', '1', '2', '9', '10', '01', '-1', '1.5', '4294967294', '4294967295', 'a', 'B', '_', ''));
+const key = fc.oneof(fc.string(), fc.constantFrom('0', '1', '2', '9', '10', '01', '-1', '1.5', '4294967294', '4294967295', 'a', 'B', '_', '', '__proto__', 'toJSON'));
 const value = fc.letrec((tie) => ({
   any: fc.oneof(
     { depthSize: 'small' },
     fc.jsonValue({ maxDepth: 2 }),
-    fc.constantFrom(undefined, Number.NaN, -0, Number.POSITIVE_INFINITY, 1e21, () => 1),
+    fc.constantFrom(undefined, Number.NaN, -0, Number.POSITIVE_INFINITY, 1e21, () => 1, Symbol('s'), { toJSON: () => ({ toJSON: () => 'twice', b: 1, a: [undefined] }) }),
     fc.date({ noInvalidDate: true }),
     fc.array(tie('any'), { maxLength: 4 }),
     fc.dictionary(key, tie('any'), { maxKeys: 6 }),
+    fc.dictionary(fc.string(), fc.integer(), { minKeys: 17, maxKeys: 24 }), // sorted otherwise than a few keys are
   ),
 })).any;
 
@@ -35,5 +36,10 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ b: 1, a: { d: [{ z: 1, y: undefined, x: null }], c: 2 }, 10: 'ten', 9: 'nine', '01': 0 })).toBe(
       '{"9":"nine","10":"ten","01":0,"a":{"c":2,"d":[{"x":null,"z":1}]},"b":1}',
     );
+  });
+
+  it('keeps an own `__proto__` key as a member, and calls a `toJSON` once, as JSON.stringify does', () => {
+    expect(canonicalJson(JSON.parse('{"b":1,"__proto__":{"y":2,"x":1}}'))).toBe('{"__proto__":{"x":1,"y":2},"b":1}');
+    expect(canonicalJson({ v: { toJSON: () => ({ toJSON: () => 'again', z: 1, a: 2 }) } })).toBe('{"v":{"a":2,"z":1}}');
   });
 });
