@@ -4,6 +4,7 @@ import { type LotOp, lotOp } from '../support/lot-ops.js';
 import { idHash, LotLedger, type StoredLot } from '../../src/commands/customer/lot-ledger.js';
 import { customerDecider } from '../../src/commands/customer/customer-decider.js';
 import { cachedWeight } from '../../src/commands/customer/customer-state.js';
+import type { CreditSeries } from '../../src/commands/customer/rolling-tiers.js';
 import {
   applyReversal,
   creditLot,
@@ -31,6 +32,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('due' as const), day: fc.integer({ min: 0, max: 50 }) }),
 );
 
+const series = (credits: CreditSeries) => Array.from({ length: credits.length }, (_, i) => [credits.times[i], credits.amounts[i]]);
 const byId = (a: { transactionId: string }, b: { transactionId: string }) => (a.transactionId < b.transactionId ? -1 : 1);
 const asSet = (work: ReturnType<typeof dueWork>) => [...work].sort((a, b) => (a.at + a.kind + a.transactionId < b.at + b.kind + b.transactionId ? -1 : 1));
 
@@ -112,6 +114,7 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
           }
           expect(ledger.values()).toEqual(lots);
           expect(ledger.openLots().sort(byId)).toEqual(lots.filter((l) => l.remaining > 0 || l.status === 'pending').sort(byId));
+          expect(series(ledger.credits())).toEqual(lots.map((l) => [Date.parse(l.createdAt), l.amount - l.reversed]));
         });
       }),
       { numRuns: 300 },
@@ -144,6 +147,44 @@ describe('LotLedger: the customer state\'s persistent lots', () => {
   });
 });
 
+
+describe('LotLedger: the credits rolling qualification counts', () => {
+  it('are each ledger\'s own, in the order made, however many ledgers were made from one', () => {
+    const step = fc.record({ from: fc.nat(), amount: fc.integer({ min: 1, max: 100 }), late: fc.integer({ min: -3, max: 3 }), look: fc.boolean() });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const ledgers = [LotLedger.EMPTY];
+        steps.forEach(({ from, amount, late, look }, i) => {
+          const base = ledgers[from % ledgers.length]!;
+          if (look) base.credits(); // the series exists, so the credit appends to it (to arrays another ledger may share)
+          ledgers.push(base.credit({ transactionId: `txn_${i}`, amount, createdAt: iso(T0 + i * 1_000 + late * 2_500), availableAt: null, expiresAt: null }));
+        });
+        for (const ledger of ledgers) {
+          const expected = ledger.values().map((l) => [Date.parse(l.createdAt), l.amount - l.reversed]);
+          const credits = ledger.credits();
+          expect(series(credits)).toEqual(expected);
+          expect(credits.ordered).toBe(expected.every(([t], i) => i === 0 || t! >= expected[i - 1]![0]!));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('share their arrays between two ledgers made by the same credit from one, and not with a third made by another', () => {
+    const lot = (id: string, amount: number, ms: number) => ({ transactionId: id, amount, createdAt: iso(T0 + ms), availableAt: null, expiresAt: null });
+    const base = LotLedger.EMPTY.credit(lot('txn_a', 10, 0));
+    base.credits();
+    const once = base.credit(lot('txn_b', 20, 1_000)).credits();
+    const again = base.credit(lot('txn_b', 20, 1_000)).credits(); // a decision's events folded onto the state decided on, twice
+    const other = base.credit(lot('txn_c', 30, 500)).credits();
+    expect(again.times).toBe(once.times);
+    expect(series(again)).toEqual([[T0, 10], [T0 + 1_000, 20]]);
+    expect(other.times).not.toBe(once.times);
+    expect(series(other)).toEqual([[T0, 10], [T0 + 500, 30]]);
+    expect(series(once)).toEqual([[T0, 10], [T0 + 1_000, 20]]);
+    expect(series(base.credits())).toEqual([[T0, 10]]);
+  });
+});
 
 describe('LotLedger: finding a lot by its id', () => {
   it('finds lots made before its first search and after it, in ledgers made either way', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nextDowngrade, qualifyingPoints, type QualifyingCredit, tierFor } from '../../src/commands/customer/rolling-tiers.js';
+import { creditSeries, nextDowngrade, type QualifyingCredit, qualifyingPoints, tierFor } from '../../src/commands/customer/rolling-tiers.js';
 import type { TierDefinition } from '../../src/events/program-events.js';
 
 const DAY = 86_400_000;
@@ -9,12 +9,17 @@ const iso = (t: number) => new Date(t).toISOString();
 const tier = (id: string, points_threshold: number): TierDefinition => ({ tier_id: id, name: id, points_threshold, multiplier: 1, benefits: [], metadata: {} });
 const TIERS = [tier('silver', 100), tier('gold', 500)];
 
+/** Points credited in the window ending at `t`, the slow way: every credit looked at. */
+function slowQualifying(credits: QualifyingCredit[], t: number, windowDays: number): number {
+  return credits.filter((c) => Date.parse(c.at) <= t && Date.parse(c.at) > t - windowDays * DAY).reduce((sum, c) => sum + c.amount, 0);
+}
+
 /** The rule as CONTRACT.md §13 words it, checked the slow way: every candidate instant in order, every credit summed again. */
 function slowNextDowngrade(credits: QualifyingCredit[], windowDays: number, threshold: number, notBefore: string) {
   const start = Date.parse(notBefore);
   const candidates = [start, ...credits.map((c) => Date.parse(c.at) + windowDays * DAY).filter((t) => t > start)].sort((a, b) => a - b);
   for (const t of candidates) {
-    const qualifying = qualifyingPoints(credits, iso(t), windowDays);
+    const qualifying = slowQualifying(credits, t, windowDays);
     if (qualifying < threshold) return { at: iso(t), qualifying, tier: tierFor(TIERS, qualifying) };
   }
   return null;
@@ -28,12 +33,12 @@ describe('rolling tiers: the next downgrade', () => {
       { at: iso(T0 + 20 * DAY), amount: 50 },
     ];
     // Gold (500) is held on 650 points; the first credit leaves the window after 30 days: 350, silver.
-    expect(nextDowngrade(credits, 30, 500, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 30 * DAY), qualifying: 350, tier: TIERS[0] });
+    expect(nextDowngrade(creditSeries(credits), 30, 500, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 30 * DAY), qualifying: 350, tier: TIERS[0] });
     // Silver (100) is held until the second leaves too: 50, no tier.
-    expect(nextDowngrade(credits, 30, 100, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 40 * DAY), qualifying: 50, tier: null });
+    expect(nextDowngrade(creditSeries(credits), 30, 100, iso(T0 + 20 * DAY), TIERS)).toEqual({ at: iso(T0 + 40 * DAY), qualifying: 50, tier: null });
     // Not before the instant given, even if the points are short already.
-    expect(nextDowngrade(credits, 30, 1_000, iso(T0 + 25 * DAY), TIERS)).toEqual({ at: iso(T0 + 25 * DAY), qualifying: 650, tier: TIERS[1] });
-    expect(nextDowngrade([], 30, 0, iso(T0), TIERS)).toBeNull();
+    expect(nextDowngrade(creditSeries(credits), 30, 1_000, iso(T0 + 25 * DAY), TIERS)).toEqual({ at: iso(T0 + 25 * DAY), qualifying: 650, tier: TIERS[1] });
+    expect(nextDowngrade(creditSeries([]), 30, 0, iso(T0), TIERS)).toBeNull();
   });
 
   it('agrees with summing every credit again at every instant, for any credits, reversals and negative adjusts', () => {
@@ -47,9 +52,20 @@ describe('rolling tiers: the next downgrade', () => {
         (raw, windowDays, threshold, notBeforeDay) => {
           const credits = raw.map((c) => ({ at: iso(T0 + c.day * DAY + c.ms), amount: c.amount }));
           const notBefore = iso(T0 + notBeforeDay * DAY);
-          expect(nextDowngrade(credits, windowDays, threshold, notBefore, TIERS)).toEqual(slowNextDowngrade(credits, windowDays, threshold, notBefore));
+          expect(nextDowngrade(creditSeries(credits), windowDays, threshold, notBefore, TIERS)).toEqual(slowNextDowngrade(credits, windowDays, threshold, notBefore));
         },
       ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('counts the window\'s points as summing every credit does, in time order or not', () => {
+    const credit = fc.record({ day: fc.integer({ min: 0, max: 120 }), amount: fc.integer({ min: -300, max: 600 }) });
+    fc.assert(
+      fc.property(fc.array(credit, { maxLength: 40 }), fc.boolean(), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 200 }), (raw, sorted, windowDays, atDay) => {
+        const credits = (sorted ? [...raw].sort((a, b) => a.day - b.day) : raw).map((c) => ({ at: iso(T0 + c.day * DAY), amount: c.amount }));
+        expect(qualifyingPoints(creditSeries(credits), iso(T0 + atDay * DAY), windowDays)).toBe(slowQualifying(credits, T0 + atDay * DAY, windowDays));
+      }),
       { numRuns: 500 },
     );
   });

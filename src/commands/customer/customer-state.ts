@@ -5,7 +5,7 @@ import { List } from 'immutable';
 import { IdMap } from './id-map.js';
 import { LotLedger } from './lot-ledger.js';
 import type { Lot, Share } from '../../events/lots.js';
-import type { QualifyingCredit } from './rolling-tiers.js';
+import { type CreditSeries, creditSeries, mergedSeries, type QualifyingCredit } from './rolling-tiers.js';
 
 export type CustomerEvent = EventOf<
   | 'CustomerRegistered'
@@ -119,8 +119,8 @@ export function cachedWeight(state: unknown): number {
 }
 
 /** The credits rolling qualification counts: every lot net of its reversals, and the negative adjusts. */
-export function qualifyingCredits(state: CustomerState): QualifyingCredit[] {
-  return [...state.lots.values().map((lot) => ({ at: lot.createdAt, amount: lot.amount - lot.reversed })), ...state.negativeCredits];
+export function qualifyingCredits(state: CustomerState): CreditSeries {
+  return state.negativeCredits.size === 0 ? state.lots.credits() : mergedSeries(state.lots.credits(), creditSeries(state.negativeCredits));
 }
 
 export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent): CustomerState {

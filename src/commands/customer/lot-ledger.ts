@@ -19,6 +19,7 @@ import {
 } from '../../events/lots.js';
 import { fnv1a } from '../../string-hash.js';
 import { PositionSet } from './position-set.js';
+import { type CreditSeries, NO_CREDITS, withCredit } from './rolling-tiers.js';
 
 /**
  * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, in the order
@@ -41,7 +42,8 @@ import { PositionSet } from './position-set.js';
  * 80 bytes) once the ledger was searched by id (`#positions`), where an OrderedMap of lots and two
  * OrderedSets of ids took about 340 (docs/performance.md, "Memory under a steady load"). A customer
  * that only earns, revived from its snapshot, holds about 273 bytes a lot, its strings included
- * (416 with the Map; measured with --expose-gc, session of 2026-11-29).
+ * (416 with the Map; measured with --expose-gc, session of 2026-11-29). A customer in rolling tier
+ * mode holds two numbers a lot more (`credits()`: 16–24 bytes).
  */
 export class LotLedger {
   /**
@@ -53,16 +55,25 @@ export class LotLedger {
    */
   #positions: Positions | undefined;
 
+  /**
+   * The lots as rolling qualification counts them (`credits()`): built on first use, and carried
+   * to every ledger made from this one (a credit appends to it, a reversal drops it), so a customer
+   * in rolling mode parses each lot's time once, and one in lifetime mode never. A memo too.
+   */
+  #credits: CreditSeries | undefined;
+
   private constructor(
     private readonly lots: List<Lot>,
     positions: Positions | undefined,
     private readonly open: PositionSet,
     private readonly timed: PositionSet,
+    credits: CreditSeries | undefined,
   ) {
     this.#positions = positions;
+    this.#credits = credits;
   }
 
-  static readonly EMPTY = new LotLedger(List(), undefined, PositionSet.EMPTY, PositionSet.EMPTY);
+  static readonly EMPTY = new LotLedger(List(), undefined, PositionSet.EMPTY, PositionSet.EMPTY, undefined);
 
   /** From lots in the order made (each id once). */
   static of(lots: Iterable<Lot>): LotLedger {
@@ -86,6 +97,16 @@ export class LotLedger {
   /** Every lot, in the order made. */
   values(): Lot[] {
     return this.lots.toArray();
+  }
+
+  /** Every lot's time and points net of reversals, in the order made. */
+  credits(): CreditSeries {
+    if (this.#credits) return this.#credits;
+    let credits = NO_CREDITS;
+    this.lots.forEach((lot) => {
+      credits = withCredit(credits, Date.parse(lot.createdAt), lot.amount - lot.reversed);
+    });
+    return (this.#credits = credits);
   }
 
   /** Lots with points left or pending (in the order made; callers sort). */
@@ -180,6 +201,7 @@ export class LotLedger {
     if (changed.length === 0) return this;
     let { lots, open, timed } = this;
     let positions = fresh ? this.#positions : this.index();
+    let credits = this.#credits;
     const batch = changed.length > 1;
     if (batch) {
       lots = lots.asMutable();
@@ -193,7 +215,10 @@ export class LotLedger {
         position = lots.size;
         lots = lots.push(lot);
         if (positions) positions = addPosition(positions, lot.transactionId, position);
+        if (credits) credits = withCredit(credits, Date.parse(lot.createdAt), lot.amount - lot.reversed);
       } else {
+        const before = lots.get(position)!;
+        if (credits && (before.amount - before.reversed !== lot.amount - lot.reversed || before.createdAt !== lot.createdAt)) credits = undefined;
         lots = lots.set(position, lot);
       }
       const isOpen = lot.remaining > 0 || lot.status === 'pending';
@@ -201,8 +226,8 @@ export class LotLedger {
       timed = timed.with(position, isOpen && (lot.status === 'pending' || lot.expiresAt !== null));
     }
     return batch
-      ? new LotLedger(lots.asImmutable(), positions?.asImmutable(), open.asImmutable(), timed.asImmutable())
-      : new LotLedger(lots, positions, open, timed);
+      ? new LotLedger(lots.asImmutable(), positions?.asImmutable(), open.asImmutable(), timed.asImmutable(), credits)
+      : new LotLedger(lots, positions, open, timed, credits);
   }
 }
 
