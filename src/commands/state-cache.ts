@@ -1,4 +1,4 @@
-import type { AppendResult } from '../store/event-store.js';
+import type { AppendResult, RecordedEvent, SnapshotAndEvents } from '../store/event-store.js';
 import { FrequencySketch } from './frequency-sketch.js';
 import type { SnapshotStore } from './snapshot-store.js';
 
@@ -34,6 +34,12 @@ export interface CachedState<State> {
   /** Its append was decided again on other states: this one never becomes true. */
   superseded?: boolean;
 }
+
+/**
+ * What `get` found: a state at a revision, with the events after it where they were read with its
+ * snapshot; or, read with the snapshot that was not there, the stream's events from its start.
+ */
+export type Found<State> = { state: State; revision: number; events?: RecordedEvent[] } | { state?: undefined; revision?: undefined; events: RecordedEvent[] };
 
 const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
 
@@ -133,9 +139,11 @@ export class StateCache {
 
   /**
    * The committed state in memory (waiting for a queued append it holds the state after to settle),
-   * else the stream's snapshot (if it has one); none when memory holds it as absent.
+   * else the stream's snapshot (if it has one); none when memory holds it as absent. With
+   * `readFromSnapshot` (a store that keeps snapshots beside its log), the snapshot comes with the
+   * events after it, read in one round trip, and without a snapshot the events alone.
    */
-  async get<State>(stream: string, revive?: (snapshot: State) => State): Promise<{ state: State; revision: number } | undefined> {
+  async get<State>(stream: string, revive?: (snapshot: State) => State, readFromSnapshot?: (stream: string) => Promise<SnapshotAndEvents>): Promise<Found<State> | undefined> {
     let entry = this.peek<State>(stream);
     while (entry?.pending) {
       await entry.pending.catch(() => undefined);
@@ -144,6 +152,13 @@ export class StateCache {
     if (entry) {
       this.counts.memory++;
       return entry.revision === 'no_stream' ? undefined : (entry as { state: State; revision: number });
+    }
+    if (this.snapshots && readFromSnapshot) {
+      const { snapshot, events } = await readFromSnapshot(stream);
+      this.counts[snapshot ? 'snapshot' : 'log']++;
+      if (!snapshot) return { events };
+      this.persisted.set(stream, snapshot.revision);
+      return { state: revive ? revive(snapshot.state as State) : (snapshot.state as State), revision: snapshot.revision, events };
     }
     const snapshot = await this.snapshot(stream, revive);
     this.counts[snapshot ? 'snapshot' : 'log']++;

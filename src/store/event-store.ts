@@ -39,6 +39,14 @@ export interface EventStore {
   /** Events of one stream in order (or newest first with `backwards`). */
   readStream(stream: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
   /**
+   * Optional, for a store that keeps the aggregates' snapshots beside its log (the PostgreSQL
+   * adapter: `aggregate_snapshots` in the same database): the stream's snapshot of `stateVersion`
+   * (null when it has none) and its events after it (all of them without one), in one round trip,
+   * each with what a fold reads of it. A cold load otherwise reads the snapshot, then the events:
+   * two (`loadAggregate`).
+   */
+  readStreamFromSnapshot?(stream: string, stateVersion: number): Promise<SnapshotAndEvents>;
+  /**
    * Committed events after `after`, in a total order that never changes once read: an event that
    * commits late is never ordered before one already returned, so a reader that checkpoints
    * `checkpoint` and calls again sees every event exactly once.
@@ -205,6 +213,12 @@ export interface AppendResult {
   position: Checkpoint;
   /** New revision of each written stream. */
   revisions: Record<string, number>;
+}
+
+/** What `readStreamFromSnapshot` answers: the snapshot as stored (JSON), and the events after it. */
+export interface SnapshotAndEvents {
+  snapshot: { state: unknown; revision: number } | null;
+  events: RecordedEvent[];
 }
 
 export interface ReadStreamOptions {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
-import { precompiled } from '../db/precompiled-query.js';
+import { compiledOnce, precompiled } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
 import { type LogDatabase, withLogTables } from './log-tables.js';
 import { retryOnSerializationFailure } from '../db/retry.js';
@@ -17,6 +17,8 @@ import {
   type EventStore,
   type ReadAllOptions,
   type ReadStreamOptions,
+  type RecordedEvent,
+  type SnapshotAndEvents,
   type StoredEvent,
   type StreamHeads,
 } from './event-store.js';
@@ -72,12 +74,15 @@ export class PostgresEventStore implements EventStore {
   /** `readAll`'s two statements (the metadata with its hash chain, or without), built once: the projections read on every batch. */
   private readonly readAllWithChain: ReturnType<typeof readAllQuery>;
   private readonly readAllWithoutChain: ReturnType<typeof readAllQuery>;
+  /** `readStreamFromSnapshot`'s statement, compiled once. */
+  private readonly fromSnapshot: ReturnType<typeof compiledOnce<'stream' | 'version'>>;
 
   /** `signal`: every batch that writes events sends `APPENDED_CHANNEL` (for workers in other processes). */
   constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean; signal?: boolean } = {}) {
     this.db = withLogTables(db);
     this.readAllWithChain = readAllQuery(this.db, sql`metadata`);
     this.readAllWithoutChain = readAllQuery(this.db, sql`metadata - 'prev_hash' - 'hash'`);
+    this.fromSnapshot = compiledOnce<'stream' | 'version'>((param) => snapshotAndEventsQuery(param('stream'), param('version')).compile(this.db));
     this.redecides = options.redecide ?? false;
     this.signals = options.signal ?? false;
     this.groupCommit = new GroupCommit((take, claimed) => this.commit(take, claimed), { ...DEFAULTS, ...options });
@@ -154,6 +159,21 @@ export class PostgresEventStore implements EventStore {
     return readStreamIn(this.db, stream, options);
   }
 
+  async readStreamFromSnapshot(stream: string, stateVersion: number): Promise<SnapshotAndEvents> {
+    const rows = (await this.db.executeQuery<SnapshotOrEventRow>(this.fromSnapshot((name) => (name === 'stream' ? stream : stateVersion)))).rows;
+    const snapshot = rows[0]?.part === 0 ? { state: rows[0].data, revision: rows[0].stream_position } : null;
+    const events = (snapshot ? rows.slice(1) : rows).map(
+      (row): RecordedEvent => ({
+        streamPosition: row.stream_position,
+        type: row.type!,
+        data: row.data,
+        ...(row.event_version === null ? {} : { metadata: { event_version: row.event_version } }),
+        recordedAt: row.recorded_at!,
+      }),
+    );
+    return { snapshot, events };
+  }
+
   /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
   async readAll(after: Checkpoint, max: number, options: ReadAllOptions = {}): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
     const read = options.chain === false ? this.readAllWithoutChain : this.readAllWithChain;
@@ -217,6 +237,36 @@ function readAllQuery(db: Kysely<LogDatabase>, metadata: RawBuilder<unknown>) {
       .orderBy('global_position')
       .limit(param('max')),
   );
+}
+
+/** A row of `snapshotAndEventsQuery`: the snapshot (`part` 0: its revision and state), then the events (`part` 1). */
+interface SnapshotOrEventRow {
+  part: 0 | 1;
+  stream_position: number;
+  type: string | null;
+  data: unknown;
+  recorded_at: Date | null;
+  event_version: number | null;
+}
+
+/**
+ * A stream's snapshot of a state version, if any, and its events after it, ordered: one statement
+ * where a cold load sent two. The snapshot travels as a first row in the events' columns. Of an
+ * event's metadata only what decoding needs (`event_version`): the rest, with its hash chain, is
+ * most of a row's bytes, and a fold reads none of it.
+ */
+function snapshotAndEventsQuery(stream: unknown, version: unknown) {
+  return sql<SnapshotOrEventRow>`
+    with snapshot as (
+      select revision, state from aggregate_snapshots where stream_id = ${stream} and state_version = ${version}
+    )
+    select 0 as part, revision as stream_position, null::text as type, state as data, null::timestamptz as recorded_at, null::int as event_version
+      from snapshot
+    union all
+    select 1, stream_position, type, data, recorded_at, (metadata->>'event_version')::int
+      from events
+      where stream_id = ${stream} and stream_position > coalesce((select revision from snapshot), -1)
+    order by part, stream_position`;
 }
 
 /** Whether PostgreSQL answered with an error (so the transaction rolled back), rather than not answering at all. */

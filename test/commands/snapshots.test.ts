@@ -45,21 +45,44 @@ describe('aggregate snapshots', () => {
     return id;
   }
 
-  it(`takes a snapshot every ${SNAPSHOT_EVERY} events, and a cold load reads only the events after it`, async () => {
+  it(`takes a snapshot every ${SNAPSHOT_EVERY} events, and a cold load reads it and only the events after it, in one round trip`, async () => {
     const id = await customerWith(2 * SNAPSHOT_EVERY + 50);
     const stream = `customer-${id}`;
     const warm = new StateCache(100, snapshotStore(handle.db));
     const loaded = await loadAggregate(store, stream, customerDecider, warm);
     expect(loaded.state.balance).toBe(2 * SNAPSHOT_EVERY + 50);
     await expect.poll(async () => (await snapshotStore(handle.db).get(stream))?.revision).toBe(2 * SNAPSHOT_EVERY + 50);
-
-    // A new process: nothing in memory, the snapshot in PostgreSQL.
-    const { store: watched, reads } = observed(store);
-    const cold = await loadAggregate(watched, stream, customerDecider, new StateCache(100, snapshotStore(handle.db)));
-    expect(reads).toEqual([{ stream, from: 2 * SNAPSHOT_EVERY + 51 }]);
     const full = fold(customerDecider, (await store.readStream(stream)).map((e) => ({ type: e.type, data: e.data, recordedAt: e.recordedAt }) as never));
+
+    // A new process: nothing in memory, the snapshot in PostgreSQL, read with the events after it.
+    const { store: watched, reads } = observed(store);
+    const coldCache = new StateCache(100, snapshotStore(handle.db));
+    const cold = await loadAggregate(watched, stream, customerDecider, coldCache);
+    expect(reads).toEqual([{ stream, from: 2 * SNAPSHOT_EVERY + 51, withSnapshot: true }]);
     expect(cold.state).toEqual(full);
     expect(cold.revision).toBe(2 * SNAPSHOT_EVERY + 50);
+    expect(coldCache.loads).toEqual({ memory: 0, snapshot: 1, log: 0 });
+
+    // A store that does not keep snapshots beside its log (KurrentDB): the snapshot, then the events after it.
+    const apart = observed(store, { fromSnapshot: false });
+    const coldApart = await loadAggregate(apart.store, stream, customerDecider, new StateCache(100, snapshotStore(handle.db)));
+    expect(apart.reads).toEqual([{ stream, from: 2 * SNAPSHOT_EVERY + 51 }]);
+    expect(coldApart.state).toEqual(full);
+  });
+
+  it('reads a stream without a snapshot whole, in the same one round trip, and after more events only those', async () => {
+    const id = await customerWith(5);
+    const stream = `customer-${id}`;
+    const { store: watched, reads } = observed(store);
+    const cache = new StateCache(100, snapshotStore(handle.db));
+    const cold = await loadAggregate(watched, stream, customerDecider, cache);
+    expect(reads).toEqual([{ stream, from: undefined, withSnapshot: true }]);
+    expect(cold.state.balance).toBe(5);
+    expect(cold.revision).toBe(5);
+    expect(cache.loads).toEqual({ memory: 0, snapshot: 0, log: 1 });
+    const none = await loadAggregate(watched, 'customer-cust_nobody', customerDecider, cache);
+    expect(none.revision).toBe('no_stream');
+    expect(none.state).toEqual(customerDecider.initialState());
   });
 
   it('folds the events written after a snapshot onto it', async () => {
@@ -86,7 +109,7 @@ describe('aggregate snapshots', () => {
     await sql`update aggregate_snapshots set state_version = ${STATE_VERSION + 1}, state = '{"balance": -1}' where stream_id = ${stream}`.execute(handle.db);
     const { store: watched, reads } = observed(store);
     const cold = await loadAggregate(watched, stream, customerDecider, new StateCache(100, snapshotStore(handle.db)));
-    expect(reads).toEqual([{ stream, from: undefined }]);
+    expect(reads).toEqual([{ stream, from: undefined, withSnapshot: true }]);
     expect(cold.state.balance).toBe(SNAPSHOT_EVERY + 5);
   });
 });
