@@ -7,6 +7,7 @@
  * Per lot, always: `amount = remaining + spent + expired + reversedFromLot`, each part ≥ 0, and
  * `reversed` (all reversals of the credit, wherever their points came from) ≤ `amount`.
  */
+import { smallestFirst } from '../smallest-first.js';
 
 export type LotStatus = 'pending' | 'available' | 'spent' | 'expired';
 
@@ -124,11 +125,12 @@ export function consumptionOrder(a: Lot, b: Lot): number {
 export function planDebit(lots: readonly Lot[], amount: number, except?: string): Share[] | null {
   const shares: Share[] = [];
   let left = amount;
-  for (const lot of lots.filter((l) => l.status === 'available' && l.remaining > 0 && l.transactionId !== except).sort(consumptionOrder)) {
-    if (left === 0) break;
+  if (left === 0) return shares;
+  for (const lot of smallestFirst(lots.filter((l) => l.status === 'available' && l.remaining > 0 && l.transactionId !== except), consumptionOrder)) {
     const taken = Math.min(left, lot.remaining);
     shares.push({ transaction_id: lot.transactionId, amount: taken });
     left -= taken;
+    if (left === 0) break;
   }
   return left === 0 ? shares : null;
 }
