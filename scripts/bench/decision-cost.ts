@@ -5,6 +5,7 @@
  *   tsx scripts/bench/decision-cost.ts [sizes=100,1000,3000]
  * Prints, per size n:
  * - lifetime: ms per earn decision of a customer with n credits (the default policy), the baseline;
+ * - expiring: the same, each credit expiring a year after it was made (its notice not sent yet);
  * - rolling: ms per earn decision of a customer holding a tier, with n credits in a rolling window;
  * - deduct: ms per deduct decision of a customer with n open lots (none spent yet);
  * - deducts: µs to fold one more deduct onto a customer with n deducts before it.
@@ -32,9 +33,10 @@ const registered = {
   at: START,
 };
 
-const earned = (i: number, amount: number, balance: number): CustomerEvent => ({
+const YEAR = 365 * 86_400_000;
+const earned = (i: number, amount: number, balance: number, expiresAt: string | null = null): CustomerEvent => ({
   type: 'PointsEarned',
-  data: { transaction_id: id(i), amount, base_amount: amount, multiplier: 1, balance, reference: null, description: null, metadata: {}, available_at: null, expires_at: null },
+  data: { transaction_id: id(i), amount, base_amount: amount, multiplier: 1, balance, reference: null, description: null, metadata: {}, available_at: null, expires_at: expiresAt },
 });
 
 /** Mean ms of `run` over enough repetitions to take about half a second, after a warm-up. */
@@ -49,9 +51,10 @@ function timed(run: () => void): number {
   return (performance.now() - started) / reps;
 }
 
-/** A customer with `n` earns of 10 points a minute apart, and a command at the minute after the last. */
-function customerWith(n: number, settings = DEFAULT_PROGRAM_SETTINGS) {
-  const history = [registered, ...Array.from({ length: n }, (_, i) => ({ event: earned(i, 10, 10 * (i + 1)), at: START + i * MINUTE }))];
+/** A customer with `n` earns of 10 points a minute apart (each expiring a year on, with `expiring`), and a command at the minute after the last. */
+function customerWith(n: number, settings = DEFAULT_PROGRAM_SETTINGS, expiring = false) {
+  const expiry = (i: number) => (expiring ? new Date(START + i * MINUTE + YEAR).toISOString() : null);
+  const history = [registered, ...Array.from({ length: n }, (_, i) => ({ event: earned(i, 10, 10 * (i + 1), expiry(i)), at: START + i * MINUTE }))];
   const lifecycle = { settings, qualificationSince: null, tiers: TIERS, now: new Date(START + n * MINUTE + 1_000) };
   return { state: fold(history), lifecycle };
 }
@@ -62,6 +65,11 @@ function points(pointsType: 'earn' | 'deduct', lifecycle: ReturnType<typeof cust
 
 function lifetime(n: number): number {
   const { state, lifecycle } = customerWith(n);
+  return timed(() => customerDecider.decide(points('earn', lifecycle), state));
+}
+
+function expiring(n: number): number {
+  const { state, lifecycle } = customerWith(n, DEFAULT_PROGRAM_SETTINGS, true);
   return timed(() => customerDecider.decide(points('earn', lifecycle), state));
 }
 
@@ -90,6 +98,6 @@ function deducts(n: number): number {
 for (const n of sizes) {
   const ms = (value: number) => `${value.toFixed(2)} ms`;
   console.log(
-    `n=${n}: earn decision ${ms(lifetime(n))} (lifetime tiers), ${ms(rolling(n))} (rolling); deduct decision ${ms(deduct(n))}; one more deduct folded ${deducts(n).toFixed(1)} µs`,
+    `n=${n}: earn decision ${ms(lifetime(n))} (lifetime tiers), ${ms(expiring(n))} (each credit expiring), ${ms(rolling(n))} (rolling); deduct decision ${ms(deduct(n))}; one more deduct folded ${deducts(n).toFixed(1)} µs`,
   );
 }

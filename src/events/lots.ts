@@ -9,6 +9,13 @@
  */
 import { smallestFirst } from '../smallest-first.js';
 
+const DAY_MS = 86_400_000;
+
+/** When the `points.expiring` notice of a lot expiring at `expiresAt` falls due (ISO). */
+export function noticeDue(expiresAt: string, noticeDays: number): string {
+  return new Date(Date.parse(expiresAt) - noticeDays * DAY_MS).toISOString();
+}
+
 export type LotStatus = 'pending' | 'available' | 'spent' | 'expired';
 
 export interface Lot {
@@ -221,6 +228,11 @@ export function applyReversal(lots: readonly Lot[], transactionId: string, plan:
  */
 export function dueWork(lots: readonly Lot[], now: Date, noticeDays: number): DueWork[] {
   const at = now.toISOString();
+  // A notice is due once the expiry is within `noticeDays` of now: its expiry is compared with that
+  // horizon as ISO text, as instants are here, so no date is made per lot (every decision lists a
+  // customer's due work, and a date made for each of its expiring lots was most of an earn's
+  // decision: 2 ms with 1,000 such lots).
+  const noticeHorizon = new Date(now.getTime() + noticeDays * DAY_MS).toISOString();
   const work: DueWork[] = [];
   for (const lot of lots) {
     if (lot.status === 'pending' && lot.availableAt !== null && lot.availableAt <= at) {
@@ -231,8 +243,7 @@ export function dueWork(lots: readonly Lot[], now: Date, noticeDays: number): Du
       work.push({ kind: 'expire', transactionId: lot.transactionId, at: lot.expiresAt });
       continue;
     }
-    const noticeAt = new Date(Date.parse(lot.expiresAt) - noticeDays * 86_400_000).toISOString();
-    if (!lot.noticed && noticeAt <= at) work.push({ kind: 'notice', transactionId: lot.transactionId, at: noticeAt });
+    if (!lot.noticed && lot.expiresAt <= noticeHorizon) work.push({ kind: 'notice', transactionId: lot.transactionId, at: noticeDue(lot.expiresAt, noticeDays) });
   }
   const rank = { release: 0, notice: 1, expire: 2 } as const;
   return work.sort((a, b) => (a.at !== b.at ? (a.at < b.at ? -1 : 1) : rank[a.kind] - rank[b.kind]));

@@ -9,6 +9,7 @@ import {
   expireLot,
   type Lot,
   nextExpiring,
+  noticeLot,
   pending,
   planDebit,
   planReversal,
@@ -158,6 +159,29 @@ describe('lots (CONTRACT.md §13)', () => {
         });
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('lists a notice exactly when its expiry is within the notice days of now, at that instant too', () => {
+    const expiring = fc.record({ expiresIn: fc.integer({ min: 1, max: 40 * 24 }), noticed: fc.boolean() });
+    fc.assert(
+      fc.property(fc.array(expiring, { minLength: 1, maxLength: 20 }), fc.integer({ min: 0, max: 14 }), fc.nat(40 * 24), fc.boolean(), (raw, noticeDays, hour, onTheDot) => {
+        const HOUR = 3_600_000;
+        let lots: Lot[] = [];
+        raw.forEach((r, i) => {
+          lots = creditLot(lots, lot(`txn_${i}`, 10, { created: i, expiresAt: r.expiresIn * HOUR }));
+          if (r.noticed) lots = noticeLot(lots, `txn_${i}`);
+        });
+        // Now, or exactly the instant one lot's notice falls due.
+        const at = onTheDot ? T0 + raw[hour % raw.length]!.expiresIn * HOUR - noticeDays * DAY : T0 + hour * HOUR;
+        const notices = dueWork(lots, new Date(at), noticeDays).filter((w) => w.kind === 'notice');
+        const expected = lots
+          .filter((l) => !l.noticed && Date.parse(l.expiresAt!) > at && Date.parse(l.expiresAt!) - noticeDays * DAY <= at)
+          .map((l) => ({ kind: 'notice', transactionId: l.transactionId, at: iso(Date.parse(l.expiresAt!) - noticeDays * DAY) }));
+        const order = (w: { at: string; transactionId: string }) => `${w.at} ${w.transactionId}`;
+        expect([...notices].sort((a, b) => (order(a) < order(b) ? -1 : 1))).toEqual([...expected].sort((a, b) => (order(a) < order(b) ? -1 : 1)));
+      }),
+      { numRuns: 500 },
     );
   });
 });
