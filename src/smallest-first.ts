@@ -14,7 +14,9 @@ export function* smallestFirst<T>(items: T[], compare: (a: T, b: T) => number): 
       const right = left + 1;
       const child = right < size && compare(items[right]!, items[left]!) < 0 ? right : left;
       if (compare(items[child]!, items[at]!) >= 0) return;
-      [items[at], items[child]] = [items[child]!, items[at]!];
+      const parent = items[at]!;
+      items[at] = items[child]!;
+      items[child] = parent;
       at = child;
     }
   };

@@ -4,7 +4,6 @@ import type { CommandContext } from '../events/metadata.js';
 import type { IdGenerator } from '../ids.js';
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from '../store/event-store.js';
 import type { Decider } from './decider.js';
-import { STATE_VERSION } from './snapshot-store.js';
 import type { StateCache } from './state-cache.js';
 
 export interface Loaded<State> {
@@ -24,8 +23,9 @@ export type Load = <State, Event extends DomainEvent>(stream: string, decider: F
 
 /**
  * Reads a stream and folds it through a decider. With a cache, starts from the cached state (in
- * memory or a snapshot: read with the events after it where the store keeps both) and reads only the events after it (deciders never mutate state, so
- * sharing it is safe): the cost of a command does not grow with the stream's history. With
+ * memory or a snapshot, read with the events after it where the store keeps both) and reads only
+ * the events after it (deciders never mutate state, so sharing it is safe): the cost of a command
+ * does not grow with the stream's history. With
  * `trust`, a state in memory is returned as is, without reading the store at all, even one that
  * assumes an append still queued; without, the load waits for such an append to settle.
  */
@@ -39,8 +39,7 @@ export async function loadAggregate<State, Event extends DomainEvent>(
   cache?.touch(stream);
   const remembered = trust ? cache?.recall<State>(stream) : undefined;
   if (remembered) return { ...remembered, optimistic: true };
-  const readFromSnapshot = store.readStreamFromSnapshot && ((s: string) => store.readStreamFromSnapshot!(s, STATE_VERSION));
-  const found = await cache?.get<State>(stream, decider.revive, readFromSnapshot);
+  const found = await cache?.get<State>(stream, decider.revive, store);
   const events = found?.events ?? (await store.readStream(stream, found?.revision !== undefined ? { from: found.revision + 1 } : {}));
   let state = found?.revision !== undefined ? found.state! : decider.initialState();
   for (const event of events) state = decider.evolve(state, decodedFor(decider, event));

@@ -1,6 +1,6 @@
-import type { AppendResult, RecordedEvent, SnapshotAndEvents } from '../store/event-store.js';
+import type { AppendResult, EventStore, RecordedEvent, SnapshotAndEvents } from '../store/event-store.js';
 import { FrequencySketch } from './frequency-sketch.js';
-import type { SnapshotStore } from './snapshot-store.js';
+import { type SnapshotStore, STATE_VERSION } from './snapshot-store.js';
 
 /** Events folded since the last snapshot after which a new one is taken, at least. */
 export const SNAPSHOT_EVERY = 200;
@@ -40,6 +40,12 @@ export interface CachedState<State> {
  * snapshot; or, read with the snapshot that was not there, the stream's events from its start.
  */
 export type Found<State> = { state: State; revision: number; events?: RecordedEvent[] } | { state?: undefined; revision?: undefined; events: RecordedEvent[] };
+
+/** A stored snapshot's state made whole by `revive` (a customer's lots as a ledger again). */
+function revived<State>(snapshot: { state: unknown; revision: number }, revive?: (snapshot: State) => State): { state: State; revision: number } {
+  const state = snapshot.state as State;
+  return { state: revive ? revive(state) : state, revision: snapshot.revision };
+}
 
 const order = (revision: CachedRevision) => (revision === 'no_stream' ? -1 : revision);
 
@@ -140,10 +146,10 @@ export class StateCache {
   /**
    * The committed state in memory (waiting for a queued append it holds the state after to settle),
    * else the stream's snapshot (if it has one); none when memory holds it as absent. With
-   * `readFromSnapshot` (a store that keeps snapshots beside its log), the snapshot comes with the
+   * a `store` that keeps snapshots beside its log (`readStreamFromSnapshot`), the snapshot comes with the
    * events after it, read in one round trip, and without a snapshot the events alone.
    */
-  async get<State>(stream: string, revive?: (snapshot: State) => State, readFromSnapshot?: (stream: string) => Promise<SnapshotAndEvents>): Promise<Found<State> | undefined> {
+  async get<State>(stream: string, revive?: (snapshot: State) => State, store?: Pick<EventStore, 'readStreamFromSnapshot'>): Promise<Found<State> | undefined> {
     let entry = this.peek<State>(stream);
     while (entry?.pending) {
       await entry.pending.catch(() => undefined);
@@ -153,17 +159,14 @@ export class StateCache {
       this.counts.memory++;
       return entry.revision === 'no_stream' ? undefined : (entry as { state: State; revision: number });
     }
-    if (this.snapshots && readFromSnapshot) {
-      const { snapshot, events } = await readFromSnapshot(stream);
-      this.counts[snapshot ? 'snapshot' : 'log']++;
-      if (!snapshot) return { events };
-      this.persisted.set(stream, snapshot.revision);
-      return { state: revive ? revive(snapshot.state as State) : (snapshot.state as State), revision: snapshot.revision, events };
-    }
-    const snapshot = await this.snapshot(stream, revive);
+    const { snapshot, events }: Partial<SnapshotAndEvents> =
+      this.snapshots && store?.readStreamFromSnapshot
+        ? await store.readStreamFromSnapshot(stream, STATE_VERSION)
+        : { snapshot: await this.stored(stream) };
     this.counts[snapshot ? 'snapshot' : 'log']++;
-    if (snapshot) this.persisted.set(stream, snapshot.revision);
-    return snapshot;
+    if (!snapshot) return events && { events };
+    this.persisted.set(stream, snapshot.revision);
+    return { ...revived(snapshot, revive), ...(events && { events }) };
   }
 
   /**
@@ -340,10 +343,13 @@ export class StateCache {
 
   /** The stream's snapshot, made whole by `revive`; none when there is none or it cannot be read. */
   private async snapshot<State>(stream: string, revive?: (snapshot: State) => State): Promise<{ state: State; revision: number } | undefined> {
-    const snapshot = await this.snapshots?.get(stream).catch(() => undefined);
-    if (!snapshot) return undefined;
-    const state = snapshot.state as State;
-    return { state: revive ? revive(state) : state, revision: snapshot.revision };
+    const snapshot = await this.stored(stream);
+    return snapshot ? revived(snapshot, revive) : undefined;
+  }
+
+  /** The stream's snapshot as stored; null when there is none or it cannot be read (a slower load, not a failed one). */
+  private async stored(stream: string): Promise<SnapshotAndEvents['snapshot']> {
+    return (await this.snapshots?.get(stream).catch(() => undefined)) ?? null;
   }
 
   /** Drops the memory entry (it proved stale): the next load reads the store. */
