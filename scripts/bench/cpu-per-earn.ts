@@ -1,7 +1,8 @@
 /**
  * CPU time per answered request, by process, for one hot customer (or spread customers) on
  * `serve --processes N`: robust on a busy machine where throughput is not. Usage:
- *   tsx scripts/bench/cpu-per-earn.ts [processes=1] [requests=4000] [customers=1] [earn|summary|customer|healthz]
+ *   tsx scripts/bench/cpu-per-earn.ts [processes=1|default] [requests=4000] [customers=1] [earn|summary|customer|healthz]
+ * (`default`: the default `serve`, with no --processes: on PostgreSQL, an HTTP process and a workers process.)
  * The GET kinds read customers that earned during the warm-up; `healthz` is the floor: a request
  * that passes no middleware and touches no database. PROBE_PATH=/some/path GETs that path instead
  * (any kind but earn). PROBE_PROF=dir writes each process's CPU profile there (`node --cpu-prof`);
@@ -19,7 +20,7 @@ import { Api } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
 
-const processes = Number(process.argv[2] ?? 1);
+const processes = process.argv[2] === 'default' ? ('default' as const) : Number(process.argv[2] ?? 1);
 const requests = Number(process.argv[3] ?? 4000);
 const customerCount = Number(process.argv[4] ?? 1);
 /** PROBE_IDEMPOTENCY=1: every earn carries an Idempotency-Key of its own, as careful clients send. */

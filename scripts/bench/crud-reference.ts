@@ -13,7 +13,10 @@
  *
  * prints the pgbench ceiling, then for each process count each service's earns, in one run: spread
  * over 1,000 customers on 64 connections (the bench's row 1), or `hot`: one customer on 32
- * connections (the bench's row 3), with the answers that were not 2xx.
+ * connections (the bench's row 3), with the answers that were not 2xx. Beside each figure, the CPU
+ * time (from /proc) per transaction or earn: PostgreSQL's backends, pgbench's client or the
+ * service's processes, and this process (the load generator): at the ceiling's rate, the whole
+ * machine has (cores / ceiling) of CPU per earn to share among them.
  * `tsx scripts/bench/crud-reference.ts serve <port> <database url> <processes>` is the CRUD service
  * itself (node:cluster when processes > 1).
  */
@@ -25,6 +28,7 @@ import { existsSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
+import { backendPids, cpuMs, descendants } from './cpu-time.js';
 import { Api, earnLoad, type LoadResult } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, measureAppendCeiling, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
@@ -56,7 +60,7 @@ function serveCrud(port: number, url: string, processes: number): void {
 }
 
 /** Starts a reference service (`args` after node, listening on the port it is given) and waits for its first earn. */
-async function startReference(args: (port: number) => string[], key: string, cwd?: string): Promise<{ url: string; stop(): Promise<void> }> {
+async function startReference(args: (port: number) => string[], key: string, cwd?: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = 20000 + Math.floor(Math.random() * 20000);
   const child: ChildProcess = spawn(process.execPath, args(port), { stdio: 'inherit', ...(cwd ? { cwd } : {}) });
   const base = `http://127.0.0.1:${port}`;
@@ -71,6 +75,7 @@ async function startReference(args: (port: number) => string[], key: string, cwd
   }
   return {
     url: base,
+    pid: child.pid!,
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
@@ -95,11 +100,44 @@ const line = (name: string, r: LoadResult, ceiling: number) =>
 
 const hot = process.argv[5] === 'hot';
 
+/**
+ * CPU per unit of work while `work` runs, in µs: of `pids` (and every process under them), of the
+ * backends of database `db`, and of this process; `units` says how many were done.
+ */
+async function cpuPer<T>(pids: number[], db: string, work: () => Promise<T>, units: (result: T) => number | Promise<number>) {
+  const own = pids.flatMap((p) => descendants(p));
+  const backendsBefore = await backendPids(db);
+  const before = new Map([...own, ...backendsBefore, process.pid].map((p) => [p, cpuMs(p)]));
+  const result = await work();
+  const backends = [...new Set([...backendsBefore, ...(await backendPids(db))])];
+  const used = (ps: number[]) => ps.reduce((sum, p) => sum + cpuMs(p) - (before.get(p) ?? 0), 0);
+  const [ownMs, postgresMs, generatorMs] = [used(own), used(backends), used([process.pid])];
+  const n = await units(result);
+  const per = (ms: number) => Math.round((ms * 1000) / n);
+  return { result, own: per(ownMs), postgres: per(postgresMs), generator: per(generatorMs) };
+}
+
 /** Earns on one service (spread, or on its first customer only when `hot`): a 3 s warm-up, then the measured run. */
-async function measure(name: string, baseUrl: string, key: string, customers: string[], seconds: number, ceiling: number) {
+async function measure(name: string, baseUrl: string, key: string, customers: string[], seconds: number, ceiling: number, pid: number, db: string) {
   const load = { baseUrl, key, customers: hot ? customers.slice(0, 1) : customers, connections: hot ? 32 : 64 };
   await earnLoad({ ...load, seconds: 3 });
-  console.log(line(`${name}${hot ? ', one hot customer' : ''}`, await earnLoad({ ...load, seconds }), ceiling));
+  const { result, own, postgres, generator } = await cpuPer([pid], db, () => earnLoad({ ...load, seconds }), (r) => r.ok);
+  console.log(`${line(`${name}${hot ? ', one hot customer' : ''}`, result, ceiling)}  CPU per earn: service ${own} µs, PostgreSQL ${postgres} µs, load generator ${generator} µs`);
+}
+
+/**
+ * What one pgbench append transaction costs, measured while the ceiling runs (from 2 s in to 1 s
+ * before its end, counted by the database's commits): PostgreSQL's backends and pgbench's client.
+ */
+async function ceilingCost(db: string, pgbenchPid: number, seconds: number) {
+  const commits = () => withClient(async (c) => Number((await c.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = $1', [db])).rows[0]!.n));
+  await new Promise((r) => setTimeout(r, 2000));
+  const before = await commits();
+  const cost = await cpuPer([pgbenchPid], db, () => new Promise((r) => setTimeout(r, (seconds - 3) * 1000)), async () => {
+    await new Promise((r) => setTimeout(r, 1100)); // the statistics are sent about once a second
+    return (await commits()) - before;
+  });
+  return { postgres: cost.postgres, client: cost.own };
 }
 
 /** Runs `body` on a database of its own, dropped afterwards. */
@@ -115,9 +153,9 @@ async function withDatabase(name: string, body: (db: string) => Promise<void>) {
 const referenceCustomers = Array.from({ length: CUSTOMERS }, (_, i) => `c-${i + 1}`);
 
 /** Earns on a started reference service (its customers need no creating), which is stopped afterwards. */
-async function measureReference(name: string, reference: { url: string; stop(): Promise<void> }, key: string, seconds: number, ceiling: number) {
+async function measureReference(name: string, reference: { url: string; pid: number; stop(): Promise<void> }, key: string, seconds: number, ceiling: number, db: string) {
   try {
-    await measure(name, reference.url, key, referenceCustomers, seconds, ceiling);
+    await measure(name, reference.url, key, referenceCustomers, seconds, ceiling, reference.pid, db);
   } finally {
     await reference.stop();
   }
@@ -131,11 +169,11 @@ const services: Record<string, (processes: number, seconds: number, ceiling: num
         await c.query(`insert into crud_customers (id) select 'c-' || i from generate_series(1, ${CUSTOMERS}) i`);
         await c.query('vacuum analyze crud_customers');
       }, db);
-      await measureReference(`CRUD service, ${processes} process(es)`, await startCrud(databaseUrl(db), processes), KEY, seconds, ceiling);
+      await measureReference(`CRUD service, ${processes} process(es)`, await startCrud(databaseUrl(db), processes), KEY, seconds, ceiling, db);
     }),
   emmett: (processes, seconds, ceiling) =>
     withDatabase('emmett', async (db) =>
-      measureReference(`Emmett service, ${processes} process(es)`, await startEmmett(databaseUrl(db), processes), EMMETT_KEY, seconds, ceiling),
+      measureReference(`Emmett service, ${processes} process(es)`, await startEmmett(databaseUrl(db), processes), EMMETT_KEY, seconds, ceiling, db),
     ),
   service: (processes, seconds, ceiling) =>
     withDatabase('reference', async (db) => {
@@ -144,7 +182,7 @@ const services: Record<string, (processes: number, seconds: number, ceiling: num
       const server = await ServerProcess.start({ store, processes, logFile: path.join(os.tmpdir(), `reference-${db}.log`) });
       try {
         const customers = await new Api(server.url, keys.private_key).createCustomers(CUSTOMERS, 'reference');
-        await measure(`the service, ${processes} process(es)`, server.url, keys.private_key, customers, seconds, ceiling);
+        await measure(`the service, ${processes} process(es)`, server.url, keys.private_key, customers, seconds, ceiling, server.pid, db);
       } finally {
         await server.stop();
       }
@@ -158,8 +196,9 @@ async function main() {
   const unknown = names.filter((n) => !(n in services));
   if (unknown.length) throw new Error(`unknown service(s) ${unknown.join(', ')}: choose among ${Object.keys(services).join(', ')}`);
   await buildService();
-  const ceiling = await measureAppendCeiling(os.tmpdir(), 20);
-  console.log(`pgbench append ceiling: ${ceiling.tps.toFixed(0)} tps; load average ${os.loadavg()[0]!.toFixed(1)}`);
+  let cost = { postgres: 0, client: 0 };
+  const ceiling = await measureAppendCeiling(os.tmpdir(), 20, 32, async (db, pid) => void (cost = await ceilingCost(db, pid, 20)));
+  console.log(`pgbench append ceiling: ${ceiling.tps.toFixed(0)} tps; load average ${os.loadavg()[0]!.toFixed(1)}; CPU per transaction: PostgreSQL ${cost.postgres} µs, pgbench ${cost.client} µs`);
   for (const processes of counts) for (const name of names) await services[name]!(processes, seconds, ceiling.tps);
 }
 

@@ -2,10 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
-
-const run = promisify(execFile);
 
 /** The PostgreSQL server the bench uses: BENCH_PG_URL, without a database name. */
 export const SERVER_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
@@ -95,8 +92,17 @@ export interface PgbenchResult {
   seconds: number;
 }
 
-/** The PostgreSQL append ceiling: pgbench with 32 clients on a fresh database of 100,000 streams. */
-export async function measureAppendCeiling(tmpDir: string, seconds: number, clients = 32): Promise<PgbenchResult> {
+/**
+ * The PostgreSQL append ceiling: pgbench with 32 clients on a fresh database of 100,000 streams.
+ * `whileRunning`, if given, is called once pgbench has started, with the database and pgbench's pid
+ * (to measure what it costs while it runs); the result waits for it.
+ */
+export async function measureAppendCeiling(
+  tmpDir: string,
+  seconds: number,
+  clients = 32,
+  whileRunning?: (database: string, pgbenchPid: number) => Promise<void>,
+): Promise<PgbenchResult> {
   const database = await createDatabase('pgbench');
   try {
     await withClient(async (c) => {
@@ -105,11 +111,15 @@ export async function measureAppendCeiling(tmpDir: string, seconds: number, clie
     }, database);
     const script = path.join(tmpDir, 'append.pgbench');
     await writeFile(script, PGBENCH_SCRIPT);
-    const { stdout } = await run(
-      'pgbench',
-      ['-n', '-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', script, databaseUrl(database)],
-      { maxBuffer: 16 * 1024 * 1024 },
+    const pgbench = execFile('pgbench', ['-n', '-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(seconds), '-f', script, databaseUrl(database)], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    let stdout = '';
+    pgbench.stdout?.on('data', (chunk) => (stdout += chunk));
+    const exited = new Promise<void>((resolve, reject) =>
+      pgbench.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pgbench exited with ${code}:\n${stdout}`)))),
     );
+    await Promise.all([exited, whileRunning?.(database, pgbench.pid!)]);
     const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
     if (!Number.isFinite(tps)) throw new Error(`could not read tps from pgbench:\n${stdout}`);
     const transactions = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1] ?? NaN);
