@@ -5,7 +5,7 @@
  * minutes apart cannot show a change of 10%; turns of a few seconds, each pair in both orders, can.
  * Usage (each checkout with its node_modules; it is built here):
  *   tsx scripts/bench/ab-earn.ts <checkout A>[:processes|default] <checkout B>[:processes|default] [rounds=4] [seconds=8] [processes=1] [hot|spread]
- * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections. A side's own
+ * `hot`: one customer, 32 connections; `spread`: 1,000 customers, 64 connections (AB_CONNECTIONS: another count). A side's own
  * `:processes` overrides the common one, so one checkout can be measured against itself on more
  * HTTP processes (`. .:2`), or in the topology `serve` picks by default (`. .:default`). It prints
  * each turn's earns/s and p99, and B's rate over A's per round and the median of those.
@@ -30,7 +30,8 @@ const sideOf = (arg: string) => {
 const [sideA, sideB] = [sideOf(process.argv[2]), sideOf(process.argv[3])];
 const shape = (process.argv[7] ?? 'hot') as 'hot' | 'spread';
 if (shape !== 'hot' && shape !== 'spread') throw new Error(`unknown load ${shape}: hot or spread`);
-const connections = shape === 'hot' ? 32 : 64;
+/** AB_CONNECTIONS: another connection count than the shape's (32 hot, 64 spread). */
+const connections = Number(process.env.AB_CONNECTIONS ?? (shape === 'hot' ? 32 : 64));
 
 interface Side {
   name: 'A' | 'B';

@@ -3,6 +3,7 @@ import type { Database } from '../db/schema.js';
 import type { Listener } from '../db/listen.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
 import { coalesced } from '../coalesced.js';
+import { PositionWaiters } from './position-waiters.js';
 
 /** Pause between two reads of the checkpoints while someone waits and no announcement can come (a read is one indexed query). */
 const POLL_MS = 10;
@@ -21,7 +22,7 @@ export type ListenForCheckpoints = (listener: Listener) => Promise<() => Promise
  * one poll loop serve every waiter of the process.
  */
 export class CheckpointWatcher {
-  private waiters: Array<{ position: Checkpoint; resolve: (reached: boolean) => void }> = [];
+  private readonly waiters = new PositionWaiters();
   /** One poll of the checkpoints at a time, shared by the waiters that ask meanwhile. */
   private readonly pollOnce = coalesced(() => this.poll());
   /** The latest lowest checkpoint announced or read. */
@@ -39,17 +40,9 @@ export class CheckpointWatcher {
   waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
     if (this.known && compareCheckpoints(this.known, position) >= 0) return Promise.resolve(true);
     this.listening ??= this.startListening();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => finish(false), timeoutMs);
-      const waiter = { position, resolve: (reached: boolean) => finish(reached) };
-      const finish = (reached: boolean) => {
-        clearTimeout(timer);
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(reached);
-      };
-      this.waiters.push(waiter);
-      void this.pollOnce();
-    });
+    const reached = this.waiters.wait(position, timeoutMs);
+    void this.pollOnce();
+    return reached;
   }
 
   /** Stops listening for announcements. */
@@ -77,19 +70,17 @@ export class CheckpointWatcher {
 
   private reached(lowest: Checkpoint): void {
     this.known = lowest;
-    for (const waiter of [...this.waiters]) {
-      if (compareCheckpoints(lowest, waiter.position) >= 0) waiter.resolve(true);
-    }
+    this.waiters.passed(lowest);
   }
 
   private async poll(): Promise<void> {
     const pause = () => new Promise((r) => setTimeout(r, this.announced ? SAFETY_POLL_MS : POLL_MS));
     // While announcements come, the first read waits its turn too: usually they answer first.
     if (this.announced) await pause();
-    while (this.waiters.length > 0) {
+    while (this.waiters.size > 0) {
       const slowest = await this.slowest();
       if (slowest) this.reached(slowest);
-      if (this.waiters.length > 0) await pause();
+      if (this.waiters.size > 0) await pause();
     }
   }
 

@@ -1,5 +1,6 @@
 import { type Checkpoint, compareCheckpoints, START } from '../store/event-store.js';
 import { CarriedByBusiness } from './carried-by-business.js';
+import { PositionWaiters } from './position-waiters.js';
 import type { Projector } from './projector.js';
 
 /**
@@ -9,7 +10,7 @@ import type { Projector } from './projector.js';
  */
 export class ProjectorTrack {
   private checkpoint: Checkpoint = START;
-  private waiters: Array<{ position: Checkpoint; resolve: () => void }> = [];
+  private readonly waiters = new PositionWaiters();
   private readonly appliedListeners: Array<(count: number) => void> = [];
   /** What the projector carries from one of this track's batches to the next. */
   readonly carried = new CarriedByBusiness();
@@ -36,30 +37,15 @@ export class ProjectorTrack {
   /** Resolves when the projector has passed `position`, or after `timeoutMs` (then returns false). */
   waitFor(position: Checkpoint, timeoutMs: number): Promise<boolean> {
     if (compareCheckpoints(this.checkpoint, position) >= 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      const waiter = {
-        position,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
-      this.waiters.push(waiter);
-      this.wake();
-    });
+    const reached = this.waiters.wait(position, timeoutMs);
+    this.wake();
+    return reached;
   }
 
   /** The checkpoint committed in the database, by this process or another one. */
   moveTo(checkpoint: Checkpoint): void {
     this.checkpoint = checkpoint;
-    const ready = this.waiters.filter((w) => compareCheckpoints(checkpoint, w.position) >= 0);
-    if (ready.length === 0) return;
-    this.waiters = this.waiters.filter((w) => !ready.includes(w));
-    for (const waiter of ready) waiter.resolve();
+    this.waiters.passed(checkpoint);
   }
 
   applied(count: number): void {
