@@ -115,14 +115,23 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   const options: AppOptions = { draining: () => draining, stopping: () => stopping, metrics, metricsText: () => channel.instanceMetrics() };
   const app = createApp(services, options);
   const affinity = await passWritesToOwners(services, app, metrics, () => draining);
-  // The primary holds the port and hands this child its connections (connection-router.ts).
+  // The primary holds the port and hands this child its connections (connection-router.ts), or,
+  // to the instance's only HTTP child, the port's listening socket itself.
   const server = createHttpServer(app.fetch, { hostname: config.host, logger: services.logger, ...(affinity ? { route: affinity.route } : {}) });
   const connections = new ConnectionAdopter(server);
   channel.onConnection((socket, head) => connections.adopt(socket, head));
+  let listening = false;
+  channel.onPort((handle, taken) => {
+    if (draining) return;
+    server.listen(handle, () => {
+      listening = true;
+      taken();
+    });
+  });
   channel.onDrain(() =>
     shutDown(services, 'drain', (done) => {
       draining = true;
-      void Promise.all([connections.closed(), affinity?.close()]).then(done);
+      void Promise.all([connections.closed(), listening ? stopAccepting(server) : undefined, affinity?.close()]).then(done);
       closeIdleAfterGrace(server);
     }),
   );

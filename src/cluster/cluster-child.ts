@@ -21,6 +21,11 @@ export interface PrimaryChannel {
   ready(): void;
   /** Gives `act` every connection the primary hands this child (those that came before it, at once). */
   onConnection(act: (socket: Socket, head: Buffer) => void): void;
+  /**
+   * Gives `act` the port's listening socket when the primary hands it over (the instance's only
+   * HTTP child accepts its connections itself); `taken` tells the primary it does.
+   */
+  onPort(act: (handle: object, taken: () => void) => void): void;
   /** Runs `act` when the primary says the instance is shutting down (at once if it already has). */
   onStopping(act: () => void): void;
   /** Runs `act` when the primary says to shut down (at once if it already has). */
@@ -52,6 +57,8 @@ export function primaryChannel(): PrimaryChannel {
   const stopping = latch();
   let takeConnection: ((socket: Socket, head: Buffer) => void) | undefined;
   const early: Array<[Socket, Buffer]> = [];
+  let takePort: ((handle: object, taken: () => void) => void) | undefined;
+  let earlyPort: object | undefined;
   const drain = latch();
   let registry: Registry | undefined;
   let nextId = 0;
@@ -61,6 +68,7 @@ export function primaryChannel(): PrimaryChannel {
 
   // The callback swallows the error of a channel already closed: the primary is gone, and this child with it.
   const send = (message: ToPrimary) => void process.send!(message, undefined, undefined, () => {});
+  const portTaken = () => send({ type: 'loyalty:port-taken' });
 
   process.on('message', (message: unknown, handle: unknown) => {
     if (!isLoyaltyMessage<ToChild>(message)) return;
@@ -72,6 +80,12 @@ export function primaryChannel(): PrimaryChannel {
         const connection: [Socket, Buffer] = [handle as Socket, Buffer.from(message.head, 'latin1')];
         if (takeConnection) return takeConnection(...connection);
         return void early.push(connection);
+      }
+      case 'loyalty:port': {
+        if (!handle) return;
+        if (takePort) return takePort(handle as object, portTaken);
+        earlyPort = handle as object;
+        return;
       }
       case 'loyalty:drain':
         return drain.fire();
@@ -110,6 +124,11 @@ export function primaryChannel(): PrimaryChannel {
     onConnection: (act) => {
       takeConnection = act;
       for (const connection of early.splice(0)) act(...connection);
+    },
+    onPort: (act) => {
+      takePort = act;
+      if (earlyPort) act(earlyPort, portTaken);
+      earlyPort = undefined;
     },
     onStopping: (act) => stopping.on(act),
     onDrain: (act) => drain.on(act),

@@ -19,6 +19,8 @@ export type ToChild =
   | { type: 'loyalty:stopping' }
   /** A connection the primary accepted (its socket is the message's handle), with the bytes it read of it. */
   | { type: 'loyalty:connection'; head: string }
+  /** The port's listening socket (the message's handle): accept its connections here (the instance's only HTTP child). */
+  | { type: 'loyalty:port' }
   /** Shut down: answer what was received (`Connection: close`), stop background work, exit. */
   | { type: 'loyalty:drain' }
   /** Send this process's metrics (`metrics`). */
@@ -38,7 +40,9 @@ export type ToPrimary =
   | { type: 'loyalty:metrics-request'; id: number }
   /** An HTTP child revoked a key: have every HTTP child forget its principals, then answer `key-revoked-everywhere`. */
   | { type: 'loyalty:key-revoked'; id: number }
-  | { type: 'loyalty:principals-forgotten'; id: number };
+  | { type: 'loyalty:principals-forgotten'; id: number }
+  /** This child accepts the port's connections itself now (the answer to `port`). */
+  | { type: 'loyalty:port-taken' };
 
 /** Whether `message` is one of ours (cluster and prom-client send their own on the channel too). */
 export function isLoyaltyMessage<T extends ToChild | ToPrimary>(message: unknown): message is T {

@@ -43,7 +43,12 @@ export interface ClusterOptions {
  * (`--role api`) and, for role `all`, one workers child (projections and webhook delivery: one set
  * per instance, whatever the number of HTTP processes). The primary holds the port and hands each
  * new connection to a child, chosen by the connection's first request (connection-router.ts);
- * otherwise it only supervises. Why not let it run the workers, one process fewer: it accepts
+ * otherwise it only supervises. With one HTTP child (the default beside PostgreSQL on 2 cores), it
+ * hands that child the port's listening socket instead, once the child takes connections, and the
+ * child accepts them itself: node passes sockets to a child one per round trip of the channel, so
+ * a busy child took new connections at about 1,500 a second (docs/performance.md). While that
+ * child is down the primary listens again and holds the connections until the next one takes the
+ * port. Why not let it run the workers, one process fewer: it accepts
  * every connection of the instance, so a long projection batch or a webhook burst in it would
  * delay every new connection; and a bug in the workers would take the whole instance down instead
  * of one child that is restarted like any other.
@@ -88,6 +93,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
     onRefused: refusals.count,
   });
   await listenOrSayWhy(port, config.port, config.host);
+  const bound = port.address() as AddressInfo;
   // Once listening, an error is one connection's that could not be accepted (EMFILE, say): logged, the port stays open.
   port.on('error', (error) => logger.error({ err: error }, 'a connection could not be accepted'));
   let state: 'starting' | 'running' | 'stopping' = 'starting';
@@ -125,7 +131,15 @@ export async function superviseCluster(config: Config, { role, processes, logger
     switch (message.type) {
       case 'loyalty:ready':
         c.ready = true;
-        return changed();
+        changed();
+        // The only HTTP child accepts the port's connections itself: handing each one over costs
+        // the child a round trip on this channel, and node sends one socket per round trip.
+        if (c.role === 'api' && apis.length === 1) worker.send({ type: 'loyalty:port' } satisfies ToChild, (port as unknown as { _handle: object })._handle as never, () => {});
+        return;
+      case 'loyalty:port-taken':
+        // The child's copy keeps the socket listening; this one would accept too.
+        if (c.worker === worker) port.close();
+        return;
       case 'loyalty:metrics':
         return metrics.answered(message);
       case 'loyalty:metrics-request': {
@@ -179,6 +193,16 @@ export async function superviseCluster(config: Config, { role, processes, logger
     c.worker = undefined;
     c.ready = false;
     metrics.forget(worker);
+    // The only HTTP child held the port's socket: hold the port here again (its connections wait
+    // here) until the next one takes it. Another program may have taken the port in between.
+    if (c.role === 'api' && apis.length === 1 && !port.listening && state !== 'stopping') {
+      const lost = (error: Error) => {
+        logger.error({ err: error, port: bound.port }, 'the port could not be listened on again after the HTTP process exited; stopping');
+        void stop('port lost', 1);
+      };
+      port.once('error', lost);
+      port.listen(bound.port, bound.address, () => port.removeListener('error', lost));
+    }
     changed();
     const how = { pid: worker.process.pid, code, signal };
     if (state === 'stopping') {

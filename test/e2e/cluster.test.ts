@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -100,6 +100,48 @@ async function requestsByPid(server: ServerProcess): Promise<Map<number, number>
   return byPid;
 }
 
+/**
+ * The processes that hold the socket listening on `port` (from /proc: the LISTEN entry of the port
+ * in /proc/net/tcp, and which of `pids` has that socket among its open files).
+ */
+function listeningHolders(port: number, pids: number[]): number[] {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[1]?.endsWith(`:${hexPort}`) && fields[3] === '0A') inodes.add(fields[9]!);
+    }
+  }
+  return pids.filter((pid) => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+        try {
+          const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+          return target.startsWith('socket:[') && inodes.has(target.slice(8, -1));
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
+    } catch {
+      return false; // exited meanwhile
+    }
+  });
+}
+
+/** `root` and its children (one level: the primary's). */
+function withChildren(root: number): number[] {
+  const children = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).flatMap((e) => {
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === root ? [Number(e)] : [];
+    } catch {
+      return [];
+    }
+  });
+  return [root, ...children];
+}
+
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
 describe.runIf(SERVER_MODE)(
@@ -124,6 +166,113 @@ describe.runIf(SERVER_MODE)(
       server.signal('SIGTERM');
       expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
     }, 60_000);
+
+    /** The default topology on this machine is one HTTP process beside the workers (2 cores beside a local PostgreSQL). */
+    const oneHttpChildByDefault = () => {
+      const config = loadConfig({ DATABASE_URL: process.env.DATABASE_URL });
+      const cores = availableParallelism();
+      return servingProcesses(config, undefined, cores) === 1 && workersApart(config, undefined, cores);
+    };
+
+    it('with one HTTP process beside the workers, that process accepts the port\'s connections itself; killed, the primary holds the port until the next one takes it', async (context) => {
+      if (!oneHttpChildByDefault()) return context.skip('the default here is not one HTTP process beside the workers (it is on 2 cores beside a local PostgreSQL)');
+      const server = await startServer(await newStore(), { processes: 'default' });
+      const { privateKey: key } = printedKeys(server.stdout);
+      const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'one-port@example.com' } });
+      const [first] = [...(await requestsByPid(server)).keys()];
+      // The HTTP process holds the listening socket; the primary does not.
+      expect(listeningHolders(server.port, withChildren(server.child.pid!))).toEqual([first]);
+
+      // Earns, 20 at a time, each on a connection of its own: all accepted and answered by it.
+      let answered = 0;
+      for (let round = 0; round < 3; round++) {
+        const earns = await Promise.all(Array.from({ length: 20 }, (_, i) => earnOnNewConnection(server.baseUrl, customer.body.id, key!, `new-${round}-${i}`)));
+        expect(earns.map((e) => e.status)).toEqual(Array(20).fill(201));
+        answered += 20;
+      }
+
+      process.kill(first!, 'SIGKILL');
+      const deadline = Date.now() + 30_000;
+      while (!server.stdout.includes('exited; restarting it') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(server.stdout).toMatch(/HTTP process 1 exited; restarting it/);
+      // Meanwhile the primary holds the port: connections made now wait there, and are answered
+      // once the next HTTP process takes them (one the dying process had read may be answered 503,
+      // made or not: retried with its Idempotency-Key, as a client would).
+      const whileDown = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          let earn = await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `down-${i}`);
+          if (earn.status === 503) earn = await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `down-${i}`);
+          return earn.status;
+        }),
+      );
+      expect(whileDown).toEqual(Array(10).fill(201));
+      answered += 10;
+      let holders: number[] = [];
+      while (Date.now() < deadline) {
+        holders = listeningHolders(server.port, withChildren(server.child.pid!));
+        if (holders.length === 1 && holders[0] !== server.child.pid) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const [second] = [...(await requestsByPid(server)).keys()].filter((pid) => pid !== first);
+      expect(second).toBeDefined();
+      expect(holders).toEqual([second]);
+      for (let i = 0; i < 5; i++) expect((await earnOnNewConnection(server.baseUrl, customer.body.id, key!, `after-${i}`)).status).toBe(201);
+      answered += 5;
+      expect((await getOnNewConnection(server.baseUrl, `/api/v1/customers/${customer.body.id}`, key!)).body.points_balance).toBe(answered);
+
+      server.signal('SIGTERM');
+      expect(await exitWithin(server, 10_000)).toEqual({ code: 0, signal: null });
+    }, 120_000);
+
+    it('with one HTTP process beside the workers, drains on SIGTERM under keep-alive load: every applied earn answered, then connections refused, exit 0', async (context) => {
+      if (!oneHttpChildByDefault()) return context.skip('the default here is not one HTTP process beside the workers (it is on 2 cores beside a local PostgreSQL)');
+      const store = await newStore();
+      const server = await startServer(store, { processes: 'default' });
+      const { privateKey: key } = printedKeys(server.stdout);
+      const customers = await Promise.all(
+        Array.from({ length: 8 }, (_, n) => api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: `one-drain-${n}@example.com` } })),
+      );
+      const agents = customers.map(() => new Agent({ keepAliveTimeout: 30_000, connections: 1 }));
+      const statuses: number[][] = customers.map(() => []);
+      const failures: string[] = [];
+      let sent = 0;
+      const loop = async (loopId: number) => {
+        for (let i = 0; ; i++) {
+          try {
+            const response = await request(`${server.baseUrl}/api/v1/customers/${customers[loopId]!.body.id}/points/transaction`, {
+              method: 'POST',
+              dispatcher: agents[loopId]!,
+              headers: { 'content-type': 'application/json', 'x-api-key': key! },
+              body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
+            });
+            await response.body.text();
+            statuses[loopId]!.push(response.statusCode);
+            sent++;
+          } catch (error) {
+            const e = error as { code?: string; cause?: { code?: string } };
+            failures.push(e.cause?.code ?? e.code ?? String(error));
+            return;
+          }
+        }
+      };
+      const loops = Array.from({ length: 8 }, (_, i) => loop(i));
+      while (sent < 150) await new Promise((r) => setTimeout(r, 20));
+      server.signal('SIGTERM');
+      const exit = await exitWithin(server, 10_000);
+      await Promise.all(loops);
+      await Promise.all(agents.map((a) => a.close()));
+      expect(exit).toEqual({ code: 0, signal: null });
+      // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
+      expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
+      expect(statuses.flat().filter((s) => s !== 201)).toEqual([]);
+      const again = await startServer(store);
+      const balances = await Promise.all(
+        customers.map(async (c) => (await api(again.baseUrl, 'GET', `/api/v1/customers/${c.body.id}`, { key: key! })).body.points_balance),
+      );
+      expect(balances).toEqual(statuses.map((answered) => answered.length));
+      again.signal('SIGTERM');
+      expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+    }, 120_000);
 
     it('serves one port from 2 HTTP processes: the keys printed once, exact balances under parallel earns, /metrics summing both', async () => {
       const server = await startServer(await newStore(), { processes: 2 });
