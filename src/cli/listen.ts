@@ -2,6 +2,14 @@ import type { Server } from 'node:net';
 import { CliError } from './cli-error.js';
 
 /**
+ * How many connections the kernel holds for the server to accept: node's default is 511. A burst
+ * of new connections while the process is busy (1,000 clients connecting at once) overflowed that,
+ * and each connection dropped waited for its client to try again, 1 s and then 3 s later
+ * (docs/performance.md). The kernel caps it at `net.core.somaxconn` (4096 on current Linux).
+ */
+export const LISTEN_BACKLOG = 4096;
+
+/**
  * Listens on `host:port`; if it cannot (the port is taken, say), rejects with what to do about it,
  * one line a person can act on (`run-cli.ts` prints it, exit code 1).
  */
@@ -9,7 +17,7 @@ export async function listenOrSayWhy(server: Server, port: number, host: string)
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, host, () => {
+      server.listen(port, host, LISTEN_BACKLOG, () => {
         server.off('error', reject);
         resolve();
       });

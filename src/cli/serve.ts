@@ -16,7 +16,7 @@ import { createMetrics, type Metrics } from '../http/routes/ops-routes.js';
 import { createServices, type Services, type ServicesOptions } from '../services.js';
 import { listenForAppends, signalAppends } from '../projections/append-signal.js';
 import { boundHeapGrowth } from './heap-growth.js';
-import { listenOrSayWhy } from './listen.js';
+import { LISTEN_BACKLOG, listenOrSayWhy } from './listen.js';
 import { describeKeys, provisionBusiness } from './provision.js';
 
 /** `api`: HTTP only (other processes project); `workers`: projections, webhook delivery and the lifecycle scheduler, no API (only /healthz, /readyz and /metrics on PORT); `all`: both. */
@@ -123,7 +123,7 @@ async function serveClusterChild(config: Config, role: ChildRole): Promise<void>
   let listening = false;
   channel.onPort((handle, taken) => {
     if (draining) return;
-    server.listen(handle, () => {
+    server.listen(handle, LISTEN_BACKLOG, () => {
       listening = true;
       taken();
     });

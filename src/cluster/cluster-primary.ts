@@ -1,7 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { listenOrSayWhy } from '../cli/listen.js';
+import { LISTEN_BACKLOG, listenOrSayWhy } from '../cli/listen.js';
 import type { Config } from '../config.js';
 import { assertReachable, openDatabase } from '../db/database.js';
 import { migrateToLatest } from '../db/migrations.js';
@@ -201,7 +201,7 @@ export async function superviseCluster(config: Config, { role, processes, logger
         void stop('port lost', 1);
       };
       port.once('error', lost);
-      port.listen(bound.port, bound.address, () => port.removeListener('error', lost));
+      port.listen(bound.port, bound.address, LISTEN_BACKLOG, () => port.removeListener('error', lost));
     }
     changed();
     const how = { pid: worker.process.pid, code, signal };

@@ -9,9 +9,11 @@ import { counted } from '../../src/plural.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   api,
+  expectedBacklog,
   exitWithin,
   freshStore,
   killAllProcesses,
+  listenBacklog,
   printedKeys,
   type ProcessStore,
   runCli,
@@ -180,8 +182,9 @@ describe.runIf(SERVER_MODE)(
       const { privateKey: key } = printedKeys(server.stdout);
       const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'one-port@example.com' } });
       const [first] = [...(await requestsByPid(server)).keys()];
-      // The HTTP process holds the listening socket; the primary does not.
+      // The HTTP process holds the listening socket; the primary does not. Its backlog holds a burst.
       expect(listeningHolders(server.port, withChildren(server.child.pid!))).toEqual([first]);
+      expect(listenBacklog(server.port)).toBe(expectedBacklog());
 
       // Earns, 20 at a time, each on a connection of its own: all accepted and answered by it.
       let answered = 0;

@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
+import { LISTEN_BACKLOG } from '../../src/cli/listen.js';
 import { assertDistFresh, CLI_ENTRY } from '../support/dist-build.js';
 import { createServerDatabase } from '../support/test-database.js';
 
@@ -284,3 +285,20 @@ export async function listAll(baseUrl: string, urlPath: string, key: string): Pr
 export function printedKeys(stdout: string): { privateKey: string | undefined; publicKey: string | undefined } {
   return { privateKey: stdout.match(/sk_live_[A-Za-z0-9]+/)?.[0], publicKey: stdout.match(/pk_live_[A-Za-z0-9]+/)?.[0] };
 }
+
+/**
+ * The backlog of the socket listening on `port` (what `ss` shows as Send-Q of a listening socket):
+ * how many connections the kernel holds for the server to accept.
+ */
+export function listenBacklog(port: number): number {
+  const line = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split('\n')[0] ?? '';
+  const sendQ = line.trim().split(/\s+/)[2];
+  if (sendQ === undefined) throw new Error(`nothing listens on port ${port}: ${JSON.stringify(line)}`);
+  return Number(sendQ);
+}
+
+/** The backlog `loyalty serve` asks for (LISTEN_BACKLOG), as the kernel caps it (`net.core.somaxconn`). */
+export function expectedBacklog(): number {
+  return Math.min(LISTEN_BACKLOG, Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim()));
+}
+

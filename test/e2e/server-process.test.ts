@@ -3,9 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'vitest';
 import {
   api,
+  expectedBacklog,
   exitWithin,
   freshStore,
   killProcess,
+  listenBacklog,
   printedKeys,
   type ProcessStore,
   runCli,
@@ -78,6 +80,8 @@ describe('the server process', () => {
     expect(keys.publicKey).toMatch(/^pk_live_[A-Za-z0-9]{32,}$/);
     // Printed once: each key appears a single time.
     expect(first.stdout.split(keys.privateKey!).length - 1).toBe(1);
+    // The kernel holds a burst of new connections rather than dropping them (src/cli/listen.ts).
+    expect(listenBacklog(first.port)).toBe(expectedBacklog());
     expect(first.stdout.split(keys.publicKey!).length - 1).toBe(1);
 
     first.signal('SIGTERM');
