@@ -28,7 +28,7 @@ import { existsSync } from 'node:fs';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import pg from 'pg';
-import { backendPids, cpuMs, descendants } from './cpu-time.js';
+import { cpuDuring } from './cpu-time.js';
 import { Api, earnLoad, type LoadResult } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, measureAppendCeiling, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';
@@ -101,27 +101,23 @@ const line = (name: string, r: LoadResult, ceiling: number) =>
 const hot = process.argv[5] === 'hot';
 
 /**
- * CPU per unit of work while `work` runs, in µs: of `pids` (and every process under them), of the
- * backends of database `db`, and of this process; `units` says how many were done.
+ * CPU per unit of work while `work` runs, in µs (`cpuDuring`): of `pid` and every process under it,
+ * of the backends of database `db`, and of this process; `units` says how many were done.
  */
-async function cpuPer<T>(pids: number[], db: string, work: () => Promise<T>, units: (result: T) => number | Promise<number>) {
-  const own = pids.flatMap((p) => descendants(p));
-  const backendsBefore = await backendPids(db);
-  const before = new Map([...own, ...backendsBefore, process.pid].map((p) => [p, cpuMs(p)]));
-  const result = await work();
-  const backends = [...new Set([...backendsBefore, ...(await backendPids(db))])];
-  const used = (ps: number[]) => ps.reduce((sum, p) => sum + cpuMs(p) - (before.get(p) ?? 0), 0);
-  const [ownMs, postgresMs, generatorMs] = [used(own), used(backends), used([process.pid])];
+async function cpuPer<T>(pid: number, db: string, work: () => Promise<T>, units: (result: T) => number | Promise<number>) {
+  const generatorBefore = process.cpuUsage();
+  const { result, nodeMs, postgresMs } = await cpuDuring(pid, db, work);
+  const generator = process.cpuUsage(generatorBefore);
   const n = await units(result);
   const per = (ms: number) => Math.round((ms * 1000) / n);
-  return { result, own: per(ownMs), postgres: per(postgresMs), generator: per(generatorMs) };
+  return { result, own: per(nodeMs), postgres: per(postgresMs), generator: per((generator.user + generator.system) / 1000) };
 }
 
 /** Earns on one service (spread, or on its first customer only when `hot`): a 3 s warm-up, then the measured run. */
 async function measure(name: string, baseUrl: string, key: string, customers: string[], seconds: number, ceiling: number, pid: number, db: string) {
   const load = { baseUrl, key, customers: hot ? customers.slice(0, 1) : customers, connections: hot ? 32 : 64 };
   await earnLoad({ ...load, seconds: 3 });
-  const { result, own, postgres, generator } = await cpuPer([pid], db, () => earnLoad({ ...load, seconds }), (r) => r.ok);
+  const { result, own, postgres, generator } = await cpuPer(pid, db, () => earnLoad({ ...load, seconds }), (r) => r.ok);
   console.log(`${line(`${name}${hot ? ', one hot customer' : ''}`, result, ceiling)}  CPU per earn: service ${own} µs, PostgreSQL ${postgres} µs, load generator ${generator} µs`);
 }
 
@@ -133,7 +129,7 @@ async function ceilingCost(db: string, pgbenchPid: number, seconds: number) {
   const commits = () => withClient(async (c) => Number((await c.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = $1', [db])).rows[0]!.n));
   await new Promise((r) => setTimeout(r, 2000));
   const before = await commits();
-  const cost = await cpuPer([pgbenchPid], db, () => new Promise((r) => setTimeout(r, (seconds - 3) * 1000)), async () => {
+  const cost = await cpuPer(pgbenchPid, db, () => new Promise((r) => setTimeout(r, (seconds - 3) * 1000)), async () => {
     await new Promise((r) => setTimeout(r, 1100)); // the statistics are sent about once a second
     return (await commits()) - before;
   });

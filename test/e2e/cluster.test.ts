@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { loadConfig, servingProcesses, workersApart } from '../../src/config.js';
 import { counted } from '../../src/plural.js';
+import { descendants } from '../../scripts/bench/cpu-time.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   api,
@@ -21,6 +22,7 @@ import {
   type ServerProcess,
   startServer,
 } from './process-helpers.js';
+import { earnLoops, until } from './earn-loops.js';
 
 /**
  * CONTRACT.md §12: on a PostgreSQL server `loyalty serve` runs one HTTP process per core
@@ -131,19 +133,6 @@ function listeningHolders(port: number, pids: number[]): number[] {
   });
 }
 
-/** `root` and its children (one level: the primary's). */
-function withChildren(root: number): number[] {
-  const children = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).flatMap((e) => {
-    try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === root ? [Number(e)] : [];
-    } catch {
-      return [];
-    }
-  });
-  return [root, ...children];
-}
-
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
 describe.runIf(SERVER_MODE)(
@@ -183,7 +172,7 @@ describe.runIf(SERVER_MODE)(
       const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'one-port@example.com' } });
       const [first] = [...(await requestsByPid(server)).keys()];
       // The HTTP process holds the listening socket; the primary does not. Its backlog holds a burst.
-      expect(listeningHolders(server.port, withChildren(server.child.pid!))).toEqual([first]);
+      expect(listeningHolders(server.port, descendants(server.child.pid!))).toEqual([first]);
       expect(listenBacklog(server.port)).toBe(expectedBacklog());
 
       // Earns, 20 at a time, each on a connection of its own: all accepted and answered by it.
@@ -212,7 +201,7 @@ describe.runIf(SERVER_MODE)(
       answered += 10;
       let holders: number[] = [];
       while (Date.now() < deadline) {
-        holders = listeningHolders(server.port, withChildren(server.child.pid!));
+        holders = listeningHolders(server.port, descendants(server.child.pid!));
         if (holders.length === 1 && holders[0] !== server.child.pid) break;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -236,33 +225,11 @@ describe.runIf(SERVER_MODE)(
         Array.from({ length: 8 }, (_, n) => api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: `one-drain-${n}@example.com` } })),
       );
       const agents = customers.map(() => new Agent({ keepAliveTimeout: 30_000, connections: 1 }));
-      const statuses: number[][] = customers.map(() => []);
-      const failures: string[] = [];
-      let sent = 0;
-      const loop = async (loopId: number) => {
-        for (let i = 0; ; i++) {
-          try {
-            const response = await request(`${server.baseUrl}/api/v1/customers/${customers[loopId]!.body.id}/points/transaction`, {
-              method: 'POST',
-              dispatcher: agents[loopId]!,
-              headers: { 'content-type': 'application/json', 'x-api-key': key! },
-              body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
-            });
-            await response.body.text();
-            statuses[loopId]!.push(response.statusCode);
-            sent++;
-          } catch (error) {
-            const e = error as { code?: string; cause?: { code?: string } };
-            failures.push(e.cause?.code ?? e.code ?? String(error));
-            return;
-          }
-        }
-      };
-      const loops = Array.from({ length: 8 }, (_, i) => loop(i));
-      while (sent < 150) await new Promise((r) => setTimeout(r, 20));
+      const { statuses, failures, sent, done } = earnLoops(server.baseUrl, key!, customers.map((c, i) => ({ customerId: c.body.id, agent: agents[i]! })));
+      await until(sent, 150);
       server.signal('SIGTERM');
       const exit = await exitWithin(server, 10_000);
-      await Promise.all(loops);
+      await done;
       await Promise.all(agents.map((a) => a.close()));
       expect(exit).toEqual({ code: 0, signal: null });
       // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
@@ -455,39 +422,20 @@ describe.runIf(SERVER_MODE)(
       // processes in turn, so about half the loops write through the process that does not own
       // their customer, which passes the writes on.
       const agents = customers.map(() => new Agent({ keepAliveTimeout: 30_000, connections: 1 }));
-      const statuses: number[][] = customers.map(() => []);
-      const failures: string[] = [];
-      let sent = 0;
-      const loop = async (loopId: number) => {
-        const agent = agents[loopId]!;
-        const read = await request(`${server.baseUrl}/api/v1/customers`, { dispatcher: agent, headers: { 'x-api-key': key! } });
-        await read.body.text();
-        for (let i = 0; ; i++) {
-          try {
-            const response = await request(`${server.baseUrl}/api/v1/customers/${customers[loopId]!.body.id}/points/transaction`, {
-              method: 'POST',
-              dispatcher: agent,
-              headers: { 'content-type': 'application/json', 'x-api-key': key! },
-              body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
-            });
-            await response.body.text();
-            statuses[loopId]!.push(response.statusCode);
-            sent++;
-          } catch (error) {
-            const e = error as { code?: string; cause?: { code?: string } };
-            failures.push(e.cause?.code ?? e.code ?? String(error));
-            return;
-          }
-        }
-      };
-      const loops = Array.from({ length: 16 }, (_, i) => loop(i));
-      while (sent < 200) await new Promise((r) => setTimeout(r, 20));
+      await Promise.all(
+        agents.map(async (agent) => {
+          const read = await request(`${server.baseUrl}/api/v1/customers`, { dispatcher: agent, headers: { 'x-api-key': key! } });
+          await read.body.text();
+        }),
+      );
+      const { statuses, failures, sent, done } = earnLoops(server.baseUrl, key!, customers.map((c, i) => ({ customerId: c.body.id, agent: agents[i]! })));
+      await until(sent, 200);
       const served = await requestsByPid(server);
       // Each loop's customer is owned by either process, so writes were being passed on too.
       const passedOn = samples(await (await fetch(`${server.baseUrl}/metrics`)).text(), 'loyalty_http_requests_passed_on_total');
       server.signal('SIGTERM');
       const exit = await exitWithin(server, 10_000);
-      await Promise.all(loops);
+      await done;
       await Promise.all(agents.map((a) => a.close()));
 
       // Both processes were serving the load when the signal came, passing writes on to each other.

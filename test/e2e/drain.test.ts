@@ -2,14 +2,10 @@ import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { streams } from '../../src/events/streams.js';
+import { earnLoops, until } from './earn-loops.js';
 import { api, exitWithin, freshStore, killAllProcesses, printedKeys, type ProcessStore, startServer } from './process-helpers.js';
 
 /** Why a request failed, by the code undici gives: a refused connection means the request was never sent. */
-function failureCode(error: unknown): string {
-  const e = error as { code?: string; cause?: { code?: string } };
-  return e.cause?.code ?? e.code ?? String(error);
-}
-
 /**
  * CONTRACT.md §12: on SIGTERM the server stops accepting, answers every request it has received
  * (with `Connection: close` from then on), and exits 0 within 10 s; a write that was applied is
@@ -29,7 +25,6 @@ describe('drain on SIGTERM under keep-alive load', () => {
     const { privateKey: key } = printedKeys(server.stdout);
     const customer = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'drain@example.com' } });
     expect(customer.status).toBe(201);
-    const path = `/api/v1/customers/${customer.body.id}/points/transaction`;
     // Another customer with 20 earns and no snapshot yet (the first falls due at 200 events).
     const quiet = await api(server.baseUrl, 'POST', '/api/v1/customers', { key: key!, body: { email: 'quiet@example.com' } });
     for (let i = 0; i < 20; i++) {
@@ -37,33 +32,14 @@ describe('drain on SIGTERM under keep-alive load', () => {
     }
 
     const agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
-    const statuses: number[] = [];
-    const failures: string[] = [];
-    let sent = 0;
-    const loop = async (loopId: number) => {
-      for (let i = 0; ; i++) {
-        try {
-          const response = await request(`${server.baseUrl}${path}`, {
-            method: 'POST',
-            dispatcher: agent,
-            headers: { 'content-type': 'application/json', 'x-api-key': key! },
-            body: JSON.stringify({ type: 'earn', amount: 1, reference: `loop-${loopId}-${i}` }),
-          });
-          await response.body.text();
-          statuses.push(response.statusCode);
-          sent++;
-        } catch (error) {
-          failures.push(failureCode(error));
-          return;
-        }
-      }
-    };
-    const loops = Array.from({ length: 16 }, (_, i) => loop(i));
-    while (sent < 200) await new Promise((r) => setTimeout(r, 20));
+    const load = earnLoops(server.baseUrl, key!, Array.from({ length: 16 }, () => ({ customerId: customer.body.id, agent })));
+    await until(load.sent, 200);
     server.signal('SIGTERM');
     const exit = await exitWithin(server, 10_000);
-    await Promise.all(loops);
+    await load.done;
     await agent.close();
+    const statuses = load.statuses.flat();
+    const failures = load.failures;
 
     expect(exit).toEqual({ code: 0, signal: null });
     // Every loop ended on a refused connection (the server no longer listens), none on a request lost in flight.
