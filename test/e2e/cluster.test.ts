@@ -133,6 +133,28 @@ function listeningHolders(port: number, pids: number[]): number[] {
   });
 }
 
+/**
+ * After a drain under `earnLoops`: the instance exited 0, every loop ended on a refused connection
+ * (the port closed), none on a request lost in flight, every answer was 201, and started again on
+ * the store, each customer's balance counts exactly the earns its loop was answered.
+ */
+async function expectDrainedCleanly(
+  store: ProcessStore,
+  key: string,
+  customers: Array<{ body: { id: string } }>,
+  exit: unknown,
+  { statuses, failures }: { statuses: number[][]; failures: string[] },
+): Promise<void> {
+  expect(exit).toEqual({ code: 0, signal: null });
+  expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
+  expect(statuses.flat().filter((s) => s !== 201)).toEqual([]);
+  const again = await startServer(store);
+  const balances = await Promise.all(customers.map(async (c) => (await api(again.baseUrl, 'GET', `/api/v1/customers/${c.body.id}`, { key })).body.points_balance));
+  expect(balances).toEqual(statuses.map((answered) => answered.length));
+  again.signal('SIGTERM');
+  expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+}
+
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
 describe.runIf(SERVER_MODE)(
@@ -231,17 +253,7 @@ describe.runIf(SERVER_MODE)(
       const exit = await exitWithin(server, 10_000);
       await done;
       await Promise.all(agents.map((a) => a.close()));
-      expect(exit).toEqual({ code: 0, signal: null });
-      // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
-      expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
-      expect(statuses.flat().filter((s) => s !== 201)).toEqual([]);
-      const again = await startServer(store);
-      const balances = await Promise.all(
-        customers.map(async (c) => (await api(again.baseUrl, 'GET', `/api/v1/customers/${c.body.id}`, { key: key! })).body.points_balance),
-      );
-      expect(balances).toEqual(statuses.map((answered) => answered.length));
-      again.signal('SIGTERM');
-      expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+      await expectDrainedCleanly(store, key!, customers, exit, { statuses, failures });
     }, 120_000);
 
     it('serves one port from 2 HTTP processes: the keys printed once, exact balances under parallel earns, /metrics summing both', async () => {
@@ -441,18 +453,7 @@ describe.runIf(SERVER_MODE)(
       // Both processes were serving the load when the signal came, passing writes on to each other.
       expect(served.size).toBe(2);
       expect(passedOn.get('{outcome="answered"}')).toBeGreaterThan(0);
-      expect(exit).toEqual({ code: 0, signal: null });
-      // Every loop ended on a refused connection (the port closed), none on a request lost in flight.
-      expect(failures.filter((code) => code !== 'ECONNREFUSED')).toEqual([]);
-      expect(statuses.flat().filter((s) => s !== 201)).toEqual([]);
-
-      const again = await startServer(store);
-      const balances = await Promise.all(
-        customers.map(async (c) => (await api(again.baseUrl, 'GET', `/api/v1/customers/${c.body.id}`, { key: key! })).body.points_balance),
-      );
-      expect(balances).toEqual(statuses.map((answered) => answered.length));
-      again.signal('SIGTERM');
-      expect(await exitWithin(again, 10_000)).toEqual({ code: 0, signal: null });
+      await expectDrainedCleanly(store, key!, customers, exit, { statuses, failures });
     }, 120_000);
   },
 );
