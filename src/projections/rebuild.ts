@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { sendWaitingWrites } from '../db/deferred-writes.js';
 import { withoutQueryDeadline } from '../db/query-deadline.js';
 import type { DatabaseHandle } from '../db/database.js';
@@ -7,6 +7,7 @@ import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 import { dropAbandonedScratch, withScratchSchema } from './rebuild-scratch.js';
+import { completeCopies, renameBlocker, renameRefused, type SwapMethod, swapByRename, swapRows } from './rebuild-swap.js';
 
 export interface RebuildProgress {
   /** The projectors being rebuilt, comma-separated. */
@@ -42,6 +43,8 @@ export interface RebuildResult {
   projectors: string[];
   events: number;
   checkpoint: Checkpoint;
+  /** How the copies took the live tables' place (see `SwapMethod`). */
+  swap: SwapMethod;
   /** Scratch schemas of earlier rebuilds that died halfway, dropped before this one started. */
   abandonedDropped: string[];
 }
@@ -58,17 +61,20 @@ export interface RebuildResult {
  *    tables). The log is streamed in large pages, ONE read for all the projectors rebuilt, each
  *    page applied set-based while the next page is being read; on a server, pages are pipelined
  *    (see `catchUp`).
- * 2. The swap transaction takes the projectors' advisory locks (the live runner's batches skip
- *    them), locks the live tables against writes (reads go on), refuses if a live projector got
- *    past the copy (then it catches up and tries again: moving a checkpoint back would un-show
- *    writes that were already answered), replaces the live rows with the copies' in one statement
- *    per table, moves identity sequences past the new rows and sets the checkpoints. Readers see
- *    the old rows until the commit and the new ones after it; events after the checkpoint are
- *    applied by the live runner as usual.
+ * 2. Before the swap, each copy gets the live table's other indexes and keys, under their names,
+ *    and its statistics (`completeCopies`), when the copies are to be renamed into place.
+ * 3. The swap transaction takes the projectors' advisory locks (the live runner's batches skip
+ *    them), refuses if a live projector got past the copy (then it catches up and tries again:
+ *    moving a checkpoint back would un-show writes that were already answered), puts the copies in
+ *    place and sets the checkpoints. Readers see the old rows until the commit and the new ones
+ *    after it; events after the checkpoint are applied by the live runner as usual.
  *
- * Replacing rows (rather than renaming the copies over the live tables) keeps every object that
- * points at the live tables — analysts' views, grants, comments, index names — untouched, and
- * never takes a lock that blocks readers. It costs one copy of the rows inside the swap.
+ * The copies take the live tables' names (`swapByRename`: the views on them are pointed at the new
+ * tables, grants and comments carried) when nothing but views depends on the live tables, and the
+ * swap gets them to itself within `RENAME_LOCK_TIMEOUT`; otherwise their rows replace the live
+ * rows (`swapRows`), which keeps every object that points at the live tables and never makes a
+ * reader wait, at the cost of one copy of the rows inside the swap (about a third of the rebuild's
+ * time with a million events, docs/performance.md).
  */
 export function rebuildProjections(
   database: DatabaseHandle,
@@ -155,15 +161,18 @@ async function rebuild(
 
   try {
     await sql`create schema ${sql.id(scratch)}`.execute(db);
-    for (const table of tables) await createCopy(db, live, scratch, table);
+    // Asked again under the swap's locks; if something stops it by then, rows are copied after all.
+    const renamable = (await renameBlocker(db, live, tables)) === null;
+    for (const table of tables) await createCopy(db, live, scratch, table, renamable);
     await report();
     const attempts = options.maxSwapAttempts ?? 100;
     for (let attempt = 1; ; attempt++) {
       await catchUp();
-      if (await swap(db, names, tables, live, scratch, position)) break;
+      if (renamable && attempt === 1) await completeCopies(db, live, scratch, tables);
+      const swapped = await swap(db, names, tables, live, scratch, position, renamable);
+      if (swapped) return { projectors: names, events: done, checkpoint: position, swap: swapped };
       if (attempt >= attempts) throw new Error(`the live '${names.join(', ')}' projection kept moving ahead of the rebuild; try again when the service is quieter`);
     }
-    return { projectors: names, events: done, checkpoint: position };
   } finally {
     await sql`drop schema if exists ${sql.id(scratch)} cascade`.execute(db);
   }
@@ -175,60 +184,62 @@ export async function rebuildProjection(
   store: EventStore,
   projector: Projector,
   options: RebuildOptions = {},
-): Promise<{ projector: string; events: number; checkpoint: Checkpoint }> {
+): Promise<{ projector: string; events: number; checkpoint: Checkpoint; swap: SwapMethod }> {
   const result = await rebuildProjections(database, store, [projector], options);
-  return { projector: projector.name, events: result.events, checkpoint: result.checkpoint };
-}
-
-/** Replaces the live rows with the copies' and sets the checkpoints; false when a live one is ahead. */
-async function swap(db: Kysely<Database>, names: string[], tables: string[], live: string, scratch: string, position: Checkpoint): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    // Blocking locks, always in the same order; runners only try theirs, so nobody waits in a cycle.
-    for (const name of [...names].sort()) await sql`select pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(trx);
-    for (const table of tables) await sql`lock table ${sql.id(live, table)} in exclusive mode`.execute(trx);
-    const rows = await trx.selectFrom('projection_checkpoints').select(['name', 'global_position']).where('name', 'in', names).execute();
-    if (rows.some((row) => compareCheckpoints({ globalPosition: BigInt(row.global_position) }, position) > 0)) return false;
-    for (const table of tables) await replaceRows(trx, live, scratch, table);
-    const at = Number(position.globalPosition);
-    await trx
-      .insertInto('projection_checkpoints')
-      .values(names.map((name) => ({ name, global_position: at, updated_at: new Date() })))
-      .onConflict((oc) => oc.column('name').doUpdateSet({ global_position: at, updated_at: new Date() }))
-      .execute();
-    return true;
-  });
+  return { projector: projector.name, events: result.events, checkpoint: result.checkpoint, swap: result.swap };
 }
 
 /**
- * An empty copy of a live table for the replay. Unlogged: it is thrown away if anything fails, so
- * its rows need no WAL (the swap writes the live table's as usual). It keeps the live table's
- * columns, defaults, identities, checks, primary key and unique constraints — so a row the live
- * table would refuse fails the replay too, and the projectors' lookups by key stay indexed — but
- * not the indexes that only serve reads: the replay need not maintain them, the swap fills the
- * live table's. Nor a unique constraint on an identity column alone (the `seq` of every read
- * model): the copy's own identity numbers its rows, so they are unique by construction, and the
- * live table's constraint checks them again in the swap.
+ * Puts the copies in place of the live tables (renamed when `renamable` and nothing found under the
+ * locks stops it, else by copying rows: see `SwapMethod`) and sets the checkpoints, in one
+ * transaction; null, with nothing changed, when a live projector is ahead of the copies.
  */
-async function createCopy(db: Kysely<Database>, live: string, scratch: string, table: string): Promise<void> {
-  await sql`create unlogged table ${sql.id(scratch, table)} (like ${sql.id(live, table)} including all excluding indexes)`.execute(db);
-  const keys = await sql<{ def: string }>`
-    select pg_get_constraintdef(c.oid) as def from pg_constraint c
+async function swap(db: Kysely<Database>, names: string[], tables: string[], live: string, scratch: string, position: Checkpoint, renamable: boolean): Promise<SwapMethod | null> {
+  const inTransaction = (method: SwapMethod) =>
+    db.transaction().execute(async (trx): Promise<SwapMethod | null> => {
+      // Blocking locks, always in the same order; runners only try theirs, so nobody waits in a cycle.
+      for (const name of [...names].sort()) await sql`select pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(trx);
+      const rows = await trx.selectFrom('projection_checkpoints').select(['name', 'global_position']).where('name', 'in', names).execute();
+      if (rows.some((row) => compareCheckpoints({ globalPosition: BigInt(row.global_position) }, position) > 0)) return null;
+      const done: SwapMethod = method === 'renamed' && (await swapByRename(trx, live, scratch, tables)) ? 'renamed' : 'rows';
+      if (done === 'rows') await swapRows(trx, live, scratch, tables);
+      const at = Number(position.globalPosition);
+      await trx
+        .insertInto('projection_checkpoints')
+        .values(names.map((name) => ({ name, global_position: at, updated_at: new Date() })))
+        .onConflict((oc) => oc.column('name').doUpdateSet({ global_position: at, updated_at: new Date() }))
+        .execute();
+      return done;
+    });
+  if (renamable) {
+    try {
+      return await inTransaction('renamed');
+    } catch (error) {
+      if (!renameRefused(error)) throw error;
+    }
+  }
+  return inTransaction('rows');
+}
+
+/**
+ * An empty copy of a live table for the replay, with the live table's columns, defaults,
+ * identities, checks, primary key and unique constraints (under the live names) — so a row the
+ * live table would refuse fails the replay too, and the projectors' lookups by key stay indexed —
+ * but not the indexes that only serve reads, nor a unique constraint on an identity column alone
+ * (the `seq` of every read model, unique by construction): the replay need not maintain them, and
+ * `completeCopies` builds them after it, or the rows swap fills the live table's.
+ *
+ * Logged when it is to be renamed into place; else unlogged: thrown away if anything fails, its
+ * rows need no WAL (the rows swap writes the live table's as usual).
+ */
+async function createCopy(db: Kysely<Database>, live: string, scratch: string, table: string, logged: boolean): Promise<void> {
+  const persistence = logged ? sql`` : sql`unlogged`;
+  await sql`create ${persistence} table ${sql.id(scratch, table)} (like ${sql.id(live, table)} including all excluding indexes)`.execute(db);
+  const keys = await sql<{ name: string; def: string }>`
+    select quote_ident(c.conname) as name, pg_get_constraintdef(c.oid) as def from pg_constraint c
     where c.conrelid = ${`"${live}"."${table}"`}::regclass and c.contype in ('p', 'u')
       and not (cardinality(c.conkey) = 1 and exists (
         select 1 from pg_attribute a where a.attrelid = c.conrelid and a.attnum = c.conkey[1] and a.attidentity <> ''))
     order by c.conname`.execute(db);
-  for (const { def } of keys.rows) await sql`alter table ${sql.id(scratch, table)} add ${sql.raw(def)}`.execute(db);
-}
-
-/** The live table gets the copy's rows; its identity sequences continue after them. */
-async function replaceRows(trx: Transaction<Database>, live: string, scratch: string, table: string): Promise<void> {
-  await sql`delete from ${sql.id(live, table)}`.execute(trx);
-  await sql`insert into ${sql.id(live, table)} overriding system value select * from ${sql.id(scratch, table)}`.execute(trx);
-  const identities = await sql<{ column_name: string }>`
-    select column_name from information_schema.columns
-    where table_schema = ${live} and table_name = ${table} and is_identity = 'YES'`.execute(trx);
-  for (const { column_name: column } of identities.rows) {
-    await sql`select setval(pg_get_serial_sequence(${`"${live}"."${table}"`}, ${column}),
-      coalesce((select max(${sql.ref(column)}) from ${sql.id(live, table)}), 0) + 1, false)`.execute(trx);
-  }
+  for (const { name, def } of keys.rows) await sql`alter table ${sql.id(scratch, table)} add constraint ${sql.raw(name)} ${sql.raw(def)}`.execute(db);
 }
