@@ -77,15 +77,17 @@ function statement(table: string, columns: Columns, options: RowSetInsertOptions
     order by x.insert_rows_order ${options.onConflict ?? sql``}`;
 }
 
-/** One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL,12}`. Built by appending: no array of parts to join. */
+/**
+ * One column of `rows` as a one-dimensional array literal: `{"a","b\"c",NULL,12}`. Joined from an
+ * array of its elements: the result is one flat string from the start (in the large-object space
+ * for a big batch), where appending built a rope of a node per element that lived, and was copied
+ * by every young-generation collection, until the statement was written out.
+ */
 function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, type: string): string {
   const json = isJson(type);
-  let literal = '{';
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0) literal += ',';
-    literal += element(rows[i]![column], json);
-  }
-  return `${literal}}`;
+  const elements = new Array<string>(rows.length);
+  for (let i = 0; i < rows.length; i++) elements[i] = element(rows[i]![column], json);
+  return `{${elements.join(',')}}`;
 }
 
 const isJson = (type: string) => type === 'jsonb' || type === 'json';
