@@ -28,7 +28,7 @@ export async function renameBlocker(db: Kysely<Database> | Transaction<Database>
   const { rows } = await sql<{ table_name: string; catalog: string; what: string | null; ok: boolean }>`
     with live as (
       select c.oid, c.relname from pg_class c
-       where c.relnamespace = ${live}::regnamespace and c.relname = any(${tables as string[]}::text[]))
+       where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[]))
     select live.relname as table_name, d.classid::regclass::text as catalog,
            coalesce(v.oid::regclass::text, o.oid::regclass::text, k.conname) as what,
            case d.classid
@@ -68,7 +68,7 @@ export async function completeCopies(db: Kysely<Database>, live: string, scratch
              (select pg_get_constraintdef(k.oid) from pg_constraint k where k.conindid = i.oid and k.conrelid = x.indrelid and k.contype in ('p', 'u', 'x')) as constraint_def
         from pg_index x join pg_class i on i.oid = x.indexrelid
        where x.indrelid = ${qualified(live, table)}::regclass
-         and not exists (select 1 from pg_class c where c.relnamespace = ${scratch}::regnamespace and c.relname = i.relname)
+         and not exists (select 1 from pg_class c where c.relnamespace = ${schemaOid(scratch)} and c.relname = i.relname)
        order by i.relname`.execute(db);
     for (const { name, constraint_def, index_def } of rows) {
       if (constraint_def) {
@@ -150,7 +150,7 @@ async function viewsOn(trx: Transaction<Database>, live: string, tables: readonl
      where v.relkind = 'v' and v.oid in (
              select r.ev_class from pg_depend d join pg_rewrite r on r.oid = d.objid
               where d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass
-                and d.refobjid in (select c.oid from pg_class c where c.relnamespace = ${live}::regnamespace and c.relname = any(${tables as string[]}::text[])))
+                and d.refobjid in (select c.oid from pg_class c where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[])))
      order by v.oid`.execute(trx);
   await sql`select set_config('search_path', ${path[0]!.path}, true)`.execute(trx);
   return rows.map((row) => ({ ...row, definition: row.definition.replace(/;\s*$/, '') }));
@@ -161,7 +161,7 @@ async function carriedProperties(trx: Transaction<Database>, live: string, table
   const { rows } = await sql<{ statement: string }>`
     with live as (
       select c.oid, c.relname, c.relowner, c.relacl, c.reloptions, quote_ident(${live}) || '.' || quote_ident(c.relname) as name
-        from pg_class c where c.relnamespace = ${live}::regnamespace and c.relname = any(${tables as string[]}::text[]))
+        from pg_class c where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[]))
     select 'alter table ' || name || ' owner to ' || quote_ident(pg_get_userbyid(relowner)) as statement from live where relowner <> (select oid from pg_roles where rolname = current_user)
     union all
     select 'grant ' || a.privilege_type || ' on ' || name || ' to ' || case a.grantee when 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end
@@ -176,3 +176,6 @@ async function carriedProperties(trx: Transaction<Database>, live: string, table
 }
 
 const qualified = (schema: string, table: string) => `"${schema}"."${table}"`;
+
+/** A schema's oid by its name as it is (a `::regnamespace` cast would read the name as SQL and fold its case). */
+const schemaOid = (schema: string) => sql`(select oid from pg_namespace where nspname = ${schema})`;
