@@ -96,7 +96,7 @@ export async function createServices(options: ServicesOptions) {
   }
   const processMark = await ProcessMark.take(database, logger);
   const server = database.kind === 'postgres';
-  const eventLog = openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
+  const eventLog = await openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
   const store = eventLog.store;
   const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {

@@ -1,20 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventStore } from './event-store.js';
-import { KurrentDbEventStore } from './kurrentdb-event-store.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 
 /**
  * The event log the configuration names: KurrentDB with `EVENTSTORE_URL`, otherwise the
- * PostgreSQL database (server or PGlite) that also holds the read models.
+ * PostgreSQL database (server or PGlite) that also holds the read models. The KurrentDB client
+ * (gRPC and its protocol buffers) is loaded only then: it was a fifth of every start of the
+ * `loyalty` command, which most installations never use.
  */
-export function openEventStore(
+export async function openEventStore(
   eventStoreUrl: string | undefined,
   db: Kysely<Database>,
   /** `signalAppends`: the PostgreSQL log signals every append to workers elsewhere, in the append's transaction (KurrentDB: see src/projections/append-signal.ts). */
   options: { server: boolean; signalAppends?: boolean },
-): { store: EventStore; close: () => Promise<void> } {
+): Promise<{ store: EventStore; close: () => Promise<void> }> {
   if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server, signal: options.signalAppends ?? false }), close: async () => {} };
+  const { KurrentDbEventStore } = await import('./kurrentdb-event-store.js');
   const store = KurrentDbEventStore.connect(eventStoreUrl);
   return { store, close: () => store.close() };
 }
