@@ -96,7 +96,15 @@ export async function createServices(options: ServicesOptions) {
   }
   const processMark = await ProcessMark.take(database, logger);
   const server = database.kind === 'postgres';
-  const eventLog = await openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
+  let eventLog: Awaited<ReturnType<typeof openEventStore>>;
+  try {
+    eventLog = await openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
+  } catch (error) {
+    await processMark.close();
+    await database.close();
+    unlock();
+    throw error;
+  }
   const store = eventLog.store;
   const clock = options.clock ?? systemClock;
   const projections = new Projections(database.db, store, PROJECTORS, {

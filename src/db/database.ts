@@ -84,7 +84,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   return { db, kind: 'pglite', close: () => db.destroy() };
 }
 
-/** The PostgreSQL server of `DATABASE_URL` did not answer at start; the message is one line naming the variable. */
+/** The PostgreSQL server of `DATABASE_URL`, or the KurrentDB of `EVENTSTORE_URL`, did not answer at start; the message is one line naming the variable. */
 export class DatabaseUnreachable extends Error {
   override name = 'DatabaseUnreachable';
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { DatabaseUnreachable } from '../db/database.js';
 import type { EventStore } from './event-store.js';
 import { PostgresEventStore } from './postgres-event-store.js';
 
@@ -18,5 +19,18 @@ export async function openEventStore(
   if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server, signal: options.signalAppends ?? false }), close: async () => {} };
   const { KurrentDbEventStore } = await import('./kurrentdb-event-store.js');
   const store = KurrentDbEventStore.connect(eventStoreUrl);
+  try {
+    await store.headPosition();
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw new DatabaseUnreachable(`EVENTSTORE_URL: cannot reach KurrentDB at ${hostsOf(eventStoreUrl)} (${oneLine(error)}).`);
+  }
   return { store, close: () => store.close() };
 }
+
+/** Where a KurrentDB connection string points (`kurrentdb://user:pass@a:2113,b:2113?…`), without its credentials. */
+function hostsOf(url: string): string {
+  return url.replace(/^[a-z+]+:\/\//i, '').replace(/^[^@/]*@/, '').replace(/[/?].*$/, '') || url.split(':')[0]!;
+}
+
+const oneLine = (error: unknown) => String((error as Error)?.message || error).replace(/\s+/g, ' ').trim();

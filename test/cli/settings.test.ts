@@ -143,6 +143,15 @@ describe.concurrent('loyalty serve and migrate refuse what they cannot start wit
     expect(run.stderr).not.toContain('secret');
   }, 60_000);
 
+  it('serve with a well-formed EVENTSTORE_URL nobody answers: exit 1, one line naming it and where, never its password', async () => {
+    const port = await freePort();
+    const run = await runCli(['serve'], storeWith({ EVENTSTORE_URL: `kurrentdb://admin:secret@127.0.0.1:${port}?tls=false` }));
+    expect(run.code, run.stderr).toBe(1);
+    expectOneLine(run, 'EVENTSTORE_URL');
+    expect(run.stderr).toContain(`KurrentDB at 127.0.0.1:${port}`);
+    expect(run.stderr).not.toContain('secret');
+  }, 60_000);
+
   it.each(['api', 'workers'])('serve --role %s on the embedded store: exit 2, saying a PostgreSQL server is needed', async (role) => {
     const run = await runCli(['serve', '--role', role], storeWith({}));
     expect(run.code, run.stderr).toBe(2);
