@@ -52,8 +52,8 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           for (const schema of result.abandonedDropped) kit.io.stderr.write(`Dropped schema ${schema}: the copies of a rebuild that stopped halfway.\n`);
           const how =
             result.swap === 'renamed'
-              ? 'the copies took the live tables\' names'
-              : 'the copies\' rows replaced the live rows (something other than a view depends on a live table, or a query held one; docs/read-models.md, "Rebuilds")';
+              ? "the copies took the live tables' names"
+              : `the copies' rows replaced the live rows: ${result.rowsBecause} (docs/read-models.md, "Rebuilds")`;
           for (const projector of chosen) {
             kit.io.stdout.write(
               `Rebuilt ${projector.name} (${projector.tables.join(', ')}): ${counted(result.events, 'event')} replayed in ${seconds} s, checkpoint ${result.checkpoint.globalPosition}; ${how}.\n`,

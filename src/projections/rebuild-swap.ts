@@ -2,7 +2,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 /**
- * How a rebuild puts its copies in place of the live tables (`swapCopiesIn`).
+ * How a rebuild puts its copies in place of the live tables (`swap` in rebuild.ts).
  *
  * - `renamed`: the live tables are dropped and the copies take their names, schema, indexes'
  *   and constraints' names, owner, grants, comment and storage options; every view on them (the
@@ -25,12 +25,12 @@ export const RENAME_LOCK_TIMEOUT = '500ms';
 
 /** What can stop a renaming swap: a reason for the log, or null when nothing does. */
 export async function renameBlocker(db: Kysely<Database> | Transaction<Database>, live: string, tables: readonly string[]): Promise<string | null> {
-  const { rows } = await sql<{ table_name: string; catalog: string; what: string | null; ok: boolean }>`
+  const { rows } = await sql<{ reason: string; ok: boolean }>`
     with live as (
       select c.oid, c.relname from pg_class c
        where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[]))
-    select live.relname as table_name, d.classid::regclass::text as catalog,
-           coalesce(v.oid::regclass::text, o.oid::regclass::text, k.conname) as what,
+    select case when v.oid is not null then case v.relkind when 'v' then 'view ' when 'm' then 'materialized view ' else '' end || v.oid::regclass::text
+                else pg_describe_object(d.classid, d.objid, d.objsubid) end || ' depends on ' || live.relname as reason,
            case d.classid
              when 'pg_rewrite'::regclass then v.relkind = 'v' and v.oid <> live.oid and pg_has_role(v.relowner, 'USAGE')
              when 'pg_class'::regclass then o.relkind in ('i', 'S', 't')
@@ -46,13 +46,13 @@ export async function renameBlocker(db: Kysely<Database> | Transaction<Database>
       left join pg_class o on d.classid = 'pg_class'::regclass and o.oid = d.objid
       left join pg_constraint k on d.classid = 'pg_constraint'::regclass and k.oid = d.objid
     union all
-    select live.relname, 'pg_class', 'its replica identity, row security, column grants or ownership', false
+    select 'the replica identity, row security, column grants or owner of ' || live.relname, false
       from live join pg_class c on c.oid = live.oid
      where c.relreplident <> 'd' or c.relrowsecurity or c.relkind <> 'r' or not pg_has_role(c.relowner, 'USAGE')
         or exists (select 1 from pg_attribute a where a.attrelid = live.oid and a.attacl is not null)`.execute(db);
   const blocking = rows.find((row) => !row.ok);
   if (!blocking) return null;
-  return `${blocking.what ?? blocking.catalog} (${blocking.catalog}) depends on ${blocking.table_name}`;
+  return blocking.reason;
 }
 
 /**
@@ -86,14 +86,16 @@ export async function completeCopies(db: Kysely<Database>, live: string, scratch
 
 /**
  * The renaming swap, in the swap's transaction (its advisory locks taken, the copies complete):
- * false, with nothing changed, when something found under the lock stops it (`renameBlocker`);
- * the caller then rolls back and copies rows. Waits at most `RENAME_LOCK_TIMEOUT` for the tables.
+ * null once renamed; what stopped it, with nothing changed, when something found under the lock
+ * does (`renameBlocker`), and the caller then copies rows. Waits at most `RENAME_LOCK_TIMEOUT`
+ * for each lock.
  */
-export async function swapByRename(trx: Transaction<Database>, live: string, scratch: string, tables: readonly string[]): Promise<boolean> {
+export async function swapByRename(trx: Transaction<Database>, live: string, scratch: string, tables: readonly string[]): Promise<string | null> {
   // For every lock of the transaction: replacing a view waits for its readers too.
   await sql`select set_config('lock_timeout', ${RENAME_LOCK_TIMEOUT}, true)`.execute(trx);
   for (const table of tables) await sql`lock table ${sql.id(live, table)} in access exclusive mode`.execute(trx);
-  if (await renameBlocker(trx, live, tables)) return false;
+  const blocker = await renameBlocker(trx, live, tables);
+  if (blocker) return blocker;
   const views = await viewsOn(trx, live, tables);
   const carried = await carriedProperties(trx, live, tables);
 
@@ -107,13 +109,18 @@ export async function swapByRename(trx: Transaction<Database>, live: string, scr
   // Restrict: anything that still points at an old table (found by no check above) fails the swap, and it copies rows instead.
   for (const table of tables) await sql`drop table ${sql.id(retired, table)} restrict`.execute(trx);
   await sql`drop schema ${sql.id(retired)} restrict`.execute(trx);
-  return true;
+  return null;
 }
 
-/** Errors of a renaming swap after which copying rows still works: a lock not had in time, a view not ours, something depending on an old table. */
-export function renameRefused(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === '55P03' || code === '42501' || code === '2BP01' || code === '42P16';
+/**
+ * An error of a renaming swap after which copying rows still works — a lock not had in time, a
+ * view not ours, something depending on an old table — as what stopped it; null for any other.
+ */
+export function renameRefusal(error: unknown): string | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code === '55P03') return `a query held a live table past ${RENAME_LOCK_TIMEOUT}`;
+  if (code === '42501' || code === '2BP01' || code === '42P16') return String(message);
+  return null;
 }
 
 /** The rows swap: the live tables keep their identity and get the copies' rows; identity sequences continue after them. */

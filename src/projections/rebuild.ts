@@ -7,7 +7,7 @@ import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
 import { dropAbandonedScratch, withScratchSchema } from './rebuild-scratch.js';
-import { completeCopies, renameBlocker, renameRefused, type SwapMethod, swapByRename, swapRows } from './rebuild-swap.js';
+import { completeCopies, renameBlocker, renameRefusal, type SwapMethod, swapByRename, swapRows } from './rebuild-swap.js';
 
 export interface RebuildProgress {
   /** The projectors being rebuilt, comma-separated. */
@@ -45,6 +45,8 @@ export interface RebuildResult {
   checkpoint: Checkpoint;
   /** How the copies took the live tables' place (see `SwapMethod`). */
   swap: SwapMethod;
+  /** With `rows`: what kept the copies from being renamed into place. */
+  rowsBecause?: string;
   /** Scratch schemas of earlier rebuilds that died halfway, dropped before this one started. */
   abandonedDropped: string[];
 }
@@ -162,15 +164,16 @@ async function rebuild(
   try {
     await sql`create schema ${sql.id(scratch)}`.execute(db);
     // Asked again under the swap's locks; if something stops it by then, rows are copied after all.
-    const renamable = (await renameBlocker(db, live, tables)) === null;
+    const blocker = await renameBlocker(db, live, tables);
+    const renamable = blocker === null;
     for (const table of tables) await createCopy(db, live, scratch, table, renamable);
     await report();
     const attempts = options.maxSwapAttempts ?? 100;
     for (let attempt = 1; ; attempt++) {
       await catchUp();
       if (renamable && attempt === 1) await completeCopies(db, live, scratch, tables);
-      const swapped = await swap(db, names, tables, live, scratch, position, renamable);
-      if (swapped) return { projectors: names, events: done, checkpoint: position, swap: swapped };
+      const swapped = await swap(db, names, tables, live, scratch, position, blocker);
+      if (swapped) return { projectors: names, events: done, checkpoint: position, ...swapped };
       if (attempt >= attempts) throw new Error(`the live '${names.join(', ')}' projection kept moving ahead of the rebuild; try again when the service is quieter`);
     }
   } finally {
@@ -184,41 +187,52 @@ export async function rebuildProjection(
   store: EventStore,
   projector: Projector,
   options: RebuildOptions = {},
-): Promise<{ projector: string; events: number; checkpoint: Checkpoint; swap: SwapMethod }> {
-  const result = await rebuildProjections(database, store, [projector], options);
-  return { projector: projector.name, events: result.events, checkpoint: result.checkpoint, swap: result.swap };
+): Promise<{ projector: string; events: number; checkpoint: Checkpoint; swap: SwapMethod; rowsBecause?: string }> {
+  const { projectors: _projectors, abandonedDropped: _dropped, ...result } = await rebuildProjections(database, store, [projector], options);
+  return { projector: projector.name, ...result };
 }
 
 /**
- * Puts the copies in place of the live tables (renamed when `renamable` and nothing found under the
- * locks stops it, else by copying rows: see `SwapMethod`) and sets the checkpoints, in one
- * transaction; null, with nothing changed, when a live projector is ahead of the copies.
+ * Puts the copies in place of the live tables (renamed unless `blocker` says why not, or something
+ * found under the locks stops it, else by copying rows: see `SwapMethod`) and sets the
+ * checkpoints, in one transaction; null, with nothing changed, when a live projector is ahead of
+ * the copies.
  */
-async function swap(db: Kysely<Database>, names: string[], tables: string[], live: string, scratch: string, position: Checkpoint, renamable: boolean): Promise<SwapMethod | null> {
-  const inTransaction = (method: SwapMethod) =>
-    db.transaction().execute(async (trx): Promise<SwapMethod | null> => {
+async function swap(
+  db: Kysely<Database>,
+  names: string[],
+  tables: string[],
+  live: string,
+  scratch: string,
+  position: Checkpoint,
+  blocker: string | null,
+): Promise<{ swap: SwapMethod; rowsBecause?: string } | null> {
+  const inTransaction = (rename: boolean) =>
+    db.transaction().execute(async (trx) => {
       // Blocking locks, always in the same order; runners only try theirs, so nobody waits in a cycle.
       for (const name of [...names].sort()) await sql`select pg_advisory_xact_lock(hashtext(${`projection:${name}`}))`.execute(trx);
       const rows = await trx.selectFrom('projection_checkpoints').select(['name', 'global_position']).where('name', 'in', names).execute();
       if (rows.some((row) => compareCheckpoints({ globalPosition: BigInt(row.global_position) }, position) > 0)) return null;
-      const done: SwapMethod = method === 'renamed' && (await swapByRename(trx, live, scratch, tables)) ? 'renamed' : 'rows';
-      if (done === 'rows') await swapRows(trx, live, scratch, tables);
+      const stopped = rename ? await swapByRename(trx, live, scratch, tables) : blocker;
+      if (stopped !== null) await swapRows(trx, live, scratch, tables);
       const at = Number(position.globalPosition);
       await trx
         .insertInto('projection_checkpoints')
         .values(names.map((name) => ({ name, global_position: at, updated_at: new Date() })))
         .onConflict((oc) => oc.column('name').doUpdateSet({ global_position: at, updated_at: new Date() }))
         .execute();
-      return done;
+      return stopped === null ? { swap: 'renamed' as const } : { swap: 'rows' as const, rowsBecause: stopped };
     });
-  if (renamable) {
+  if (blocker === null) {
     try {
-      return await inTransaction('renamed');
+      return await inTransaction(true);
     } catch (error) {
-      if (!renameRefused(error)) throw error;
+      const refusal = renameRefusal(error);
+      if (refusal === null) throw error;
+      blocker = refusal;
     }
   }
-  return inTransaction('rows');
+  return inTransaction(false);
 }
 
 /**

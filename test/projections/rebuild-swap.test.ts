@@ -68,6 +68,7 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
 
       const result = await rebuild();
       expect(result.swap).toBe('renamed');
+      expect(result.rowsBecause).toBeUndefined();
       expect(await tableOid('ledger_entries')).not.toBe(ledgerTable);
       expect(await query(`select * from ledger_entries order by seq`)).toEqual(ledger);
       expect(await liveObjects()).toEqual(before);
@@ -101,6 +102,7 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
       await query(`update lots set remaining = 0`);
       const result = await rebuild();
       expect(result.swap).toBe('rows');
+      expect(result.rowsBecause).toBe('materialized view lots_snapshot depends on lots');
       expect([await tableOid('lots'), await tableOid('ledger_entries')]).toEqual([lots, ledger]);
       expect(await query(`select * from lots order by seq`)).toEqual(rows);
       expect(await one(`select count(*)::int as n from public.lots_snapshot`)).toEqual({ n: rows.length });
@@ -120,6 +122,7 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
       const ledger = await tableOid('ledger_entries');
       const result = await rebuild();
       expect(result.swap).toBe('rows');
+      expect(result.rowsBecause).toBe('a query held a live table past 500ms');
       expect(await tableOid('ledger_entries')).toBe(ledger);
       // The analyst's transaction was never interrupted.
       expect((await analyst.query('select count(*)::int as n from ledger_entries')).rows[0].n).toBeGreaterThan(0);
