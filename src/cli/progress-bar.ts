@@ -8,11 +8,15 @@ import cliProgress, { type Options, Presets, SingleBar } from 'cli-progress';
  *
  * @example
  * const bar = rebuildProgressBar();
- * bar.start(total, 0, { projector: 'customers', rate: 0 });
+ * bar.start(total, 0, { projector: 'customers', rate: 0, stage: '' });
+ * bar.update(total, { stage: REBUILD_STAGES.indexes });
  */
 export function rebuildProgressBar(stream: NodeJS.WritableStream = process.stderr, options: Partial<Options> = {}): SingleBar {
-  return progressBar(stream, '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}', options);
+  return progressBar(stream, '{projector} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}{stage}', options);
 }
+
+/** What the rebuild bar says after the replay, while there are no events left to count. */
+export const REBUILD_STAGES = { replay: '', indexes: " | building the copies' indexes", swap: ' | swapping the copies in' } as const;
 
 /**
  * The `loyalty export` bar, on stderr (stdout carries the export). Drawn when stderr is not a

@@ -4,7 +4,7 @@ import { formatProjectionStatus, projectionStatus } from '../projections/project
 import { PROJECTORS } from '../projectors.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import type { CliKit } from './cli-kit.js';
-import { rebuildProgressBar } from './progress-bar.js';
+import { REBUILD_STAGES, rebuildProgressBar } from './progress-bar.js';
 
 /** `loyalty projections status | rebuild [NAME]`. */
 export function registerProjectionCommands(program: Command, kit: CliKit): void {
@@ -40,12 +40,13 @@ export function registerProjectionCommands(program: Command, kit: CliKit): void 
           const names = chosen.map((p) => p.name).join(', ');
           const started = Date.now();
           const bar = rebuildProgressBar(kit.io.stderr);
-          bar.start(1, 0, { projector: names, rate: 0 });
+          bar.start(1, 0, { projector: names, rate: 0, stage: REBUILD_STAGES.replay });
           const result = await rebuildProjections(services.database, services.store, chosen, {
-            onProgress: ({ done, total }) => {
+            onProgress: ({ done, total, stage }) => {
               const seconds = Math.max((Date.now() - started) / 1000, 0.001);
               bar.setTotal(total);
-              bar.update(done, { rate: Math.round(done / seconds) });
+              // The rate is the replay's: the stages after it count no events.
+              bar.update(done, stage === 'replay' ? { rate: Math.round(done / seconds), stage: REBUILD_STAGES.replay } : { stage: REBUILD_STAGES[stage] });
             },
           }).finally(() => bar.stop());
           const seconds = ((Date.now() - started) / 1000).toFixed(1);

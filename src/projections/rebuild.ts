@@ -16,6 +16,12 @@ export interface RebuildProgress {
   done: number;
   /** Events in the log as far as known now (grows while the service writes). */
   total: number;
+  /**
+   * `replay`: the log's pages going into the copies; `indexes`: the copies getting the live
+   * tables' other indexes and statistics before a renaming swap (minutes on a big log, with no
+   * events to count); `swap`: the copies going in place (a rows swap copies every row).
+   */
+  stage: 'replay' | 'indexes' | 'swap';
 }
 
 export interface RebuildOptions {
@@ -112,7 +118,7 @@ async function rebuild(
   let position = START;
   let done = 0;
   let total = await store.countEvents(START);
-  const report = async () => options.onProgress?.({ projector: names.join(', '), done, total: Math.max(total, done) });
+  const report = async (stage: RebuildProgress['stage'] = 'replay') => options.onProgress?.({ projector: names.join(', '), done, total: Math.max(total, done), stage });
 
   /**
    * The page of the log after `after`, decoded as soon as it arrives: while the last page is being
@@ -171,7 +177,11 @@ async function rebuild(
     const attempts = options.maxSwapAttempts ?? 100;
     for (let attempt = 1; ; attempt++) {
       await catchUp();
-      if (renamable && attempt === 1) await completeCopies(db, live, scratch, tables);
+      if (renamable && attempt === 1) {
+        await report('indexes');
+        await completeCopies(db, live, scratch, tables);
+      }
+      await report('swap');
       const swapped = await swap(db, names, tables, live, scratch, position, blocker);
       if (swapped) return { projectors: names, events: done, checkpoint: position, ...swapped };
       if (attempt >= attempts) throw new Error(`the live '${names.join(', ')}' projection kept moving ahead of the rebuild; try again when the service is quieter`);

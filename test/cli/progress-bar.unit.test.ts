@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { rebuildProgressBar } from '../../src/cli/progress-bar.js';
+import { REBUILD_STAGES, rebuildProgressBar } from '../../src/cli/progress-bar.js';
 
 /** A terminal stand-in: cli-progress draws only on a TTY. */
 function fakeTerminal() {
@@ -30,7 +30,7 @@ describe('the projections rebuild progress bar', () => {
     const terminal = fakeTerminal();
     const bar = rebuildProgressBar(terminal.stream, { fps: 100 });
     // As `projections rebuild` drives it: started at 0 of 1, then the log's size, then progress.
-    bar.start(1, 0, { projector: 'customers', rate: 0 });
+    bar.start(1, 0, { projector: 'customers', rate: 0, stage: REBUILD_STAGES.replay });
     bar.setTotal(500);
     bar.update(0, { rate: 0 });
     await tick(60);
@@ -49,5 +49,21 @@ describe('the projections rebuild progress bar', () => {
       expect(frame).not.toMatch(/NaN|Infinity|INF|NULL|NFs|LLs/);
     }
     expect(frames.at(-1)).toMatch(/100% \| 500\/500 events .* ETA\s+0s$/);
+  });
+
+  it('says what it does once the replay is done: the copies\' indexes, then the swap', async () => {
+    const terminal = fakeTerminal();
+    const bar = rebuildProgressBar(terminal.stream, { fps: 100 });
+    bar.start(500, 0, { projector: 'customers', rate: 0, stage: REBUILD_STAGES.replay });
+    bar.update(500, { rate: 2000 });
+    await tick(60);
+    bar.update(500, { stage: REBUILD_STAGES.indexes });
+    await tick(60);
+    bar.update(500, { stage: REBUILD_STAGES.swap });
+    bar.stop();
+    const frames = terminal.frames();
+    expect(frames.some((f) => /ETA\s+0s \| building the copies' indexes$/.test(f))).toBe(true);
+    expect(frames.at(-1)).toMatch(/ETA\s+0s \| swapping the copies in$/);
+    expect(frames.some((f) => /undefined|\{stage\}/.test(f))).toBe(false);
   });
 });

@@ -20,7 +20,15 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
   };
   const query = async <R>(text: string) => (await sql<R>`${sql.raw(text)}`.execute(t.services.db)).rows;
   const one = async <R>(text: string) => (await query<R>(text))[0]!;
-  const rebuild = () => rebuildProjections(t.services.database, t.services.store, REBUILT, { batchSize: 20 });
+  let stages: string[] = [];
+  /** A rebuild of every projector; `stages`: what its progress said, each stage once in a row. */
+  const rebuild = () => {
+    stages = [];
+    return rebuildProjections(t.services.database, t.services.store, REBUILT, {
+      batchSize: 20,
+      onProgress: ({ stage }) => void (stages.at(-1) !== stage && stages.push(stage)),
+    });
+  };
   /** What a swap must keep of the live tables beyond their rows, and what it must change. */
   const liveObjects = async () => ({
     indexes: await query<{ tablename: string; indexname: string; indexdef: string }>(
@@ -69,6 +77,7 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
       const result = await rebuild();
       expect(result.swap).toBe('renamed');
       expect(result.rowsBecause).toBeUndefined();
+      expect(stages).toEqual(['replay', 'indexes', 'swap']);
       expect(await tableOid('ledger_entries')).not.toBe(ledgerTable);
       expect(await query(`select * from ledger_entries order by seq`)).toEqual(ledger);
       expect(await liveObjects()).toEqual(before);
@@ -103,6 +112,7 @@ describe('projections rebuild: how the copies take the live tables’ place', ()
       const result = await rebuild();
       expect(result.swap).toBe('rows');
       expect(result.rowsBecause).toBe('materialized view lots_snapshot depends on lots');
+      expect(stages).toEqual(['replay', 'swap']); // no indexes to build: the live tables keep theirs
       expect([await tableOid('lots'), await tableOid('ledger_entries')]).toEqual([lots, ledger]);
       expect(await query(`select * from lots order by seq`)).toEqual(rows);
       expect(await one(`select count(*)::int as n from public.lots_snapshot`)).toEqual({ n: rows.length });
