@@ -95,14 +95,18 @@ export async function createServices(options: ServicesOptions) {
     throw error;
   }
   const processMark = await ProcessMark.take(database, logger);
+  /** What `close` ends last, and what a start that fails past this point must end too. */
+  const releaseStores = async () => {
+    await processMark.close();
+    await database.close();
+    unlock();
+  };
   const server = database.kind === 'postgres';
   let eventLog: Awaited<ReturnType<typeof openEventStore>>;
   try {
     eventLog = await openEventStore(config.eventStoreUrl, database.db, { server, signalAppends: server && (options.projectionsElsewhere ?? false) });
   } catch (error) {
-    await processMark.close();
-    await database.close();
-    unlock();
+    await releaseStores();
     throw error;
   }
   const store = eventLog.store;
@@ -237,9 +241,7 @@ export async function createServices(options: ServicesOptions) {
       await dispatcher.stop();
       await projections.stop();
       await eventLog.close();
-      await processMark.close();
-      await database.close();
-      unlock();
+      await releaseStores();
     },
   };
 }

@@ -28,7 +28,7 @@ export async function renameBlocker(db: Kysely<Database> | Transaction<Database>
   const { rows } = await sql<{ reason: string; ok: boolean }>`
     with live as (
       select c.oid, c.relname from pg_class c
-       where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[]))
+       where ${isOneOf(live, tables)})
     select case when v.oid is not null then case v.relkind when 'v' then 'view ' when 'm' then 'materialized view ' else '' end || v.oid::regclass::text
                 else pg_describe_object(d.classid, d.objid, d.objsubid) end || ' depends on ' || live.relname as reason,
            case d.classid
@@ -150,14 +150,13 @@ async function viewsOn(trx: Transaction<Database>, live: string, tables: readonl
   await sql`select set_config('search_path', 'pg_catalog', true)`.execute(trx);
   const { rows } = await sql<{ name: string; options: string; definition: string }>`
     select quote_ident(n.nspname) || '.' || quote_ident(v.relname) as name,
-           coalesce('with (' || (select string_agg(quote_ident(o.option_name) || ' = ' || quote_literal(o.option_value), ', ')
-                                   from pg_options_to_table(v.reloptions) o) || ')', '') as options,
+           coalesce('with (' || ${optionList(sql.ref('v.reloptions'))} || ')', '') as options,
            pg_get_viewdef(v.oid) as definition
       from pg_class v join pg_namespace n on n.oid = v.relnamespace
      where v.relkind = 'v' and v.oid in (
              select r.ev_class from pg_depend d join pg_rewrite r on r.oid = d.objid
               where d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass
-                and d.refobjid in (select c.oid from pg_class c where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[])))
+                and d.refobjid in (select c.oid from pg_class c where ${isOneOf(live, tables)}))
      order by v.oid`.execute(trx);
   await sql`select set_config('search_path', ${path[0]!.path}, true)`.execute(trx);
   return rows.map((row) => ({ ...row, definition: row.definition.replace(/;\s*$/, '') }));
@@ -168,7 +167,7 @@ async function carriedProperties(trx: Transaction<Database>, live: string, table
   const { rows } = await sql<{ statement: string }>`
     with live as (
       select c.oid, c.relname, c.relowner, c.relacl, c.reloptions, quote_ident(${live}) || '.' || quote_ident(c.relname) as name
-        from pg_class c where c.relnamespace = ${schemaOid(live)} and c.relname = any(${tables as string[]}::text[]))
+        from pg_class c where ${isOneOf(live, tables)})
     select 'alter table ' || name || ' owner to ' || quote_ident(pg_get_userbyid(relowner)) as statement from live where relowner <> (select oid from pg_roles where rolname = current_user)
     union all
     select 'grant ' || a.privilege_type || ' on ' || name || ' to ' || case a.grantee when 0 then 'public' else quote_ident(pg_get_userbyid(a.grantee)) end
@@ -177,7 +176,7 @@ async function carriedProperties(trx: Transaction<Database>, live: string, table
     union all
     select 'comment on table ' || name || ' is ' || quote_literal(obj_description(oid, 'pg_class')) from live where obj_description(oid, 'pg_class') is not null
     union all
-    select 'alter table ' || name || ' set (' || (select string_agg(quote_ident(o.option_name) || ' = ' || quote_literal(o.option_value), ', ') from pg_options_to_table(reloptions) o) || ')'
+    select 'alter table ' || name || ' set (' || ${optionList(sql.ref('reloptions'))} || ')'
       from live where reloptions is not null`.execute(trx);
   return rows.map((row) => row.statement);
 }
@@ -186,3 +185,10 @@ const qualified = (schema: string, table: string) => `"${schema}"."${table}"`;
 
 /** A schema's oid by its name as it is (a `::regnamespace` cast would read the name as SQL and fold its case). */
 const schemaOid = (schema: string) => sql`(select oid from pg_namespace where nspname = ${schema})`;
+
+/** The condition on `pg_class c` that picks the tables named in `schema`. */
+const isOneOf = (schema: string, tables: readonly string[]) => sql`c.relnamespace = ${schemaOid(schema)} and c.relname = any(${tables as string[]}::text[])`;
+
+/** A relation's storage options as SQL (`fillfactor = '90', …`), from its `reloptions` column; null for none. */
+const optionList = (reloptions: ReturnType<typeof sql.ref>) =>
+  sql`(select string_agg(quote_ident(o.option_name) || ' = ' || quote_literal(o.option_value), ', ') from pg_options_to_table(${reloptions}) o)`;
