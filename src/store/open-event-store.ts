@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { ConfigError } from '../config.js';
 import { DatabaseUnreachable } from '../db/database.js';
 import type { EventStore } from './event-store.js';
 import { PostgresEventStore } from './postgres-event-store.js';
@@ -18,7 +19,12 @@ export async function openEventStore(
 ): Promise<{ store: EventStore; close: () => Promise<void> }> {
   if (!eventStoreUrl) return { store: new PostgresEventStore(db, { redecide: options.server, signal: options.signalAppends ?? false }), close: async () => {} };
   const { KurrentDbEventStore } = await import('./kurrentdb-event-store.js');
-  const store = KurrentDbEventStore.connect(eventStoreUrl);
+  let store: InstanceType<typeof KurrentDbEventStore>;
+  try {
+    store = KurrentDbEventStore.connect(eventStoreUrl);
+  } catch (error) {
+    throw new ConfigError('EVENTSTORE_URL', `EVENTSTORE_URL: not a KurrentDB connection string (${oneLine(error)}).`);
+  }
   try {
     await store.headPosition();
   } catch (error) {

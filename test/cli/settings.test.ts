@@ -126,6 +126,8 @@ describe.concurrent('loyalty serve and migrate refuse what they cannot start wit
     ['serve', 'PORT', '70000'],
     ['serve', 'LOYALTY_RATE_LIMIT_RPS', 'fast'],
     ['serve', 'DATABASE_URL', 'postgres://user:secret@[::1/db'],
+    ['serve', 'EVENTSTORE_URL', 'not a url'],
+    ['serve', 'EVENTSTORE_URL', 'kurrentdb://admin:secret@[::1'],
     ['migrate', 'DATABASE_URL', 'not a url'],
   ])('%s with %s=%j: exit 2, one line naming the variable', async (command, name, value) => {
     const run = await runCli([command], storeWith({ [name]: value }));
