@@ -6,7 +6,7 @@ import { rowSetInsert } from '../insert-rows.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
-import { insertLots, LotBook } from './lot-book.js';
+import { LotBook } from './lot-book.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
 function lifetimeEffect(entry: LedgerEntry): Lifetime {
@@ -302,7 +302,7 @@ export const customersProjector = defineProjector<Batch>({
       insertTierChanges.prepare(trx, tierChanges),
       insertRecordedEvents.prepare(trx, recorded),
       insertLedger.prepare(trx, ledger),
-      insertLots.prepare(trx, lots.rows()),
+      ...lots.writes(trx),
     ];
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     const applyNets = net.size > 0 ? netsQuery([...net.values()]) : null;

@@ -17,7 +17,7 @@ import type { Database, LotRow } from '../../db/schema.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { streams } from '../../events/streams.js';
 import type { ProjectedEvent } from '../projector.js';
-import { rowSetInsert } from '../insert-rows.js';
+import { rowSetInsert, rowSetUpdate } from '../insert-rows.js';
 
 /**
  * A batch's view of the lots its events touch (CONTRACT.md §13), changed with the decider's own
@@ -107,14 +107,17 @@ export class LotBook {
     this.change(customerId, [transactionId, ...plan.fromBalance.map((s) => s.transaction_id)], (lots) => applyReversal(lots, transactionId, plan));
   }
 
-  /** The changed lots as rows, those that existed first, then the new ones in the order they were made. */
-  rows(): Record<string, unknown>[] {
+  /**
+   * The batch's writes to `lots`, built (see `rowSetInsert`'s `prepare`): the changed lots that
+   * existed updated, the new ones inserted in the order they were made.
+   */
+  writes(trx: Transaction<Database>): Array<() => Promise<void>> {
     const existing: Record<string, unknown>[] = [];
     const made: Record<string, unknown>[] = [];
     for (const { customerId, was, now } of this.changed.values()) {
       (was ? existing : made).push(rowOf(now, customerId, this.businessOf.get(customerId)!));
     }
-    return [...existing, ...made];
+    return [updateLots.prepare(trx, existing), insertLots.prepare(trx, made)];
   }
 
   /** Per customer, how the batch moved its pending points. */
@@ -253,11 +256,9 @@ const LOT_COLUMNS = {
   created_at: 'timestamptz',
 };
 
-/** Inserts new lots and overwrites changed ones, in one statement. */
-export const insertLots = rowSetInsert('lots', LOT_COLUMNS, {
-  deferred: true,
-  onConflict: sql`on conflict (customer_id, transaction_id) do update set
-  remaining = excluded.remaining, spent = excluded.spent, expired = excluded.expired, reversed = excluded.reversed,
-  reversed_from_lot = excluded.reversed_from_lot, status = excluded.status, available_at = excluded.available_at,
-  expires_at = excluded.expires_at, noticed = excluded.noticed, expiries = excluded.expiries`,
-});
+/** New lots. */
+const insertLots = rowSetInsert('lots', LOT_COLUMNS, { deferred: true });
+
+/** Changed lots, by key: what a lot's events change (never its business, amount or creation). */
+const { business_id: _business, amount: _amount, created_at: _created, ...CHANGING_COLUMNS } = LOT_COLUMNS;
+const updateLots = rowSetUpdate('lots', ['customer_id', 'transaction_id'], CHANGING_COLUMNS, { deferred: true });

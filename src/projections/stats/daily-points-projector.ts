@@ -59,17 +59,19 @@ export const dailyPointsProjector = defineProjector<Batch>({
     },
   },
   async end({ trx, days }) {
-    await insertDays(trx, [...days.values()]);
+    await insertDays(trx, [...days.values()].flatMap((byDay) => [...byDay.values()]));
   },
 });
 
 interface Batch {
   trx: Transaction<Database>;
-  /** The batch's sums by `business day`. */
-  days: Map<string, DayRow>;
+  /** The batch's sums by business, then by UTC day (days since the epoch). */
+  days: Map<string, Map<number, DayRow>>;
 }
 
 type DayRow = Record<string, unknown> & Record<Figure, number>;
+
+const DAY_MS = 86_400_000;
 
 /** Adds a ledger line's points to its business's day. */
 function count(event: LedgerSource & { metadata: { business_id: string } }, batch: Batch): void {
@@ -81,10 +83,13 @@ function dayOf(event: LedgerSource & { metadata: { business_id: string } }, { da
   const line = ledgerEntryFromEvent(event);
   if (!line) return null;
   const businessId = event.metadata.business_id;
-  const day = event.recordedAt.toISOString().slice(0, 10);
-  const key = `${businessId} ${day}`;
-  let row = days.get(key);
-  if (!row) days.set(key, (row = { business_id: businessId, day, issued: 0, redeemed: 0, expired: 0 }));
+  // By day number: a page of a rebuild looks up a day per event, and a date string per event was
+  // most of this projector's time.
+  const day = Math.floor(event.recordedAt.getTime() / DAY_MS);
+  let byDay = days.get(businessId);
+  if (!byDay) days.set(businessId, (byDay = new Map()));
+  let row = byDay.get(day);
+  if (!row) byDay.set(day, (row = { business_id: businessId, day: new Date(day * DAY_MS).toISOString().slice(0, 10), issued: 0, redeemed: 0, expired: 0 }));
   const counts = COUNTS[line.type];
   if (counts) row[counts.figure] += counts.sign * line.amount;
   return row;
