@@ -1,4 +1,5 @@
 import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult, type Transaction, type TransactionSettings } from 'kysely';
+import { copyDataOf } from './copy-from-stdin.js';
 import type { Database } from './schema.js';
 
 /** The queries marked with `deferredWrite`: compiled objects, so the mark costs nothing to test and goes with them. */
@@ -11,7 +12,8 @@ const deferrable = new WeakSet<CompiledQuery>();
  * instead of five. On these machines a round trip costs more than the statement's own work
  * (docs/performance.md).
  *
- * Only for a plain `insert`, `update` or `delete` (no `with` of its own) whose result nobody reads
+ * Only for a plain `insert`, `update` or `delete` (no `with` of its own), or a `copyFromStdin`
+ * (which travels as a statement of its own, before the rest), whose result nobody reads
  * (it answers no rows), and which neither reads nor changes rows that an earlier deferred write of
  * the same transaction may have changed: the writes of one statement see the same snapshot, and
  * none sees another's effect. Every other statement of the transaction (a read, a write not
@@ -186,8 +188,11 @@ class DeferringConnection implements DatabaseConnection {
     return writes;
   }
 
+  /** The writes as one statement, but a copy (`copyFromStdin`) is one of its own: sent first, since none of them sees another. */
   private async send(writes: readonly CompiledQuery[]): Promise<void> {
-    if (writes.length > 0) await this.inner.executeQuery(writes.length === 1 ? writes[0]! : combined(writes));
+    const statements = writes.filter((w) => copyDataOf(w.sql, w.parameters) === undefined);
+    for (const copy of writes) if (!statements.includes(copy)) await this.inner.executeQuery(copy);
+    if (statements.length > 0) await this.inner.executeQuery(statements.length === 1 ? statements[0]! : combined(statements));
   }
 
   /** `next` once everything sent before it is answered; in its turn, the last thing sent. */

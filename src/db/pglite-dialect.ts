@@ -11,6 +11,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { copyDataOf } from './copy-from-stdin.js';
 
 /**
  * Kysely on embedded PGlite: its one connection, handed to one query or transaction at a time in
@@ -105,7 +106,12 @@ class PGliteConnection implements DatabaseConnection {
   constructor(private readonly pglite: PGlite) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const result = await this.pglite.query<R>(query.sql, [...query.parameters]);
+    const copied = copyDataOf(query.sql, query.parameters);
+    // PGlite reads a copy's rows from a blob it calls /dev/blob (see `copyFromStdin`).
+    const result =
+      copied === undefined
+        ? await this.pglite.query<R>(query.sql, [...query.parameters])
+        : await this.pglite.query<R>(`${query.sql.slice(0, -'stdin'.length)}'/dev/blob'`, [], { blob: new Blob([copied]) });
     return {
       rows: result.rows,
       ...(result.affectedRows !== undefined ? { numAffectedRows: BigInt(result.affectedRows) } : {}),

@@ -1,7 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import type { Logger } from 'pino';
+import { copyDataOf } from './copy-from-stdin.js';
 import { PlanRefresh, PreparedStatements } from './prepared-statements.js';
 
 /**
@@ -124,8 +126,10 @@ function boundedClient(
   let abandoned: DatabaseNotAnswering | undefined;
   const bounded = (text: string, parameters: ReadonlyArray<unknown>, named = true): Promise<pg.QueryResult> => {
     if (abandoned) return Promise.reject(new DatabaseNotAnswering(`${abandoned.message}; its connection was abandoned`));
-    const name = named ? prepared.nameOf(text) : undefined;
-    const answer = name ? client.query({ name, text, values: parameters as unknown[] }) : client.query(text, parameters as unknown[]);
+    const rows = copyDataOf(text, parameters);
+    const name = named && rows === undefined ? prepared.nameOf(text) : undefined;
+    const answer =
+      rows !== undefined ? copyIn(client, text, rows) : name ? client.query({ name, text, values: parameters as unknown[] }) : client.query(text, parameters as unknown[]);
     if (unbounded.getStore()) return answer;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -158,6 +162,16 @@ function boundedClient(
     // An abandoned client is removed from the pool; pg then destroys its socket (a query is in flight).
     release: () => client.release(abandoned),
   };
+}
+
+/** Runs a `copyFromStdin` statement: the statement, then its rows as one message (see `copyFromStdin`). */
+function copyIn(client: pg.PoolClient, text: string, rows: string): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const stream = client.query(copyFrom(text));
+    stream.on('finish', () => resolve({ command: 'COPY', rowCount: stream.rowCount, rows: [], oid: 0, fields: [] }));
+    stream.on('error', reject);
+    stream.end(rows);
+  });
 }
 
 /** Whether the server answers: set by timeouts, cleared by the first probe that gets an answer. */

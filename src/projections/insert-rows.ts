@@ -1,7 +1,16 @@
-import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { type CompiledQuery, type RawBuilder, sql, type Transaction } from 'kysely';
+import { COPY_NULL, copyField, copyFromStdin } from '../db/copy-from-stdin.js';
 import { deferredWrite } from '../db/deferred-writes.js';
 import { compiledOnce } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
+
+/**
+ * From how many rows an insert without a conflict clause or constant columns goes as a copy
+ * (`copyFromStdin`): a rebuild's pages and a long catch-up. Below it the insert stays one
+ * statement that a deferred write can join (a copy cannot), so a live batch's writes still cost it
+ * one round trip; from here on, the copy's lower cost per row outweighs its own round trips.
+ */
+export const COPY_AT_ROWS = 1_000;
 
 /** A column of a row-set insert and its SQL type (both constants of the code, never input). */
 export type Columns = Record<string, string>;
@@ -37,6 +46,9 @@ export interface RowSetInsertOptions {
  * give JSON values that must be stored as the JSON literal `null` through `also`), a `json`/`jsonb`
  * column's value is its JSON, a Date its ISO instant, another object its JSON, the rest `String`.
  *
+ * From `COPY_AT_ROWS` rows, an insert with neither a conflict clause nor constant columns sends
+ * them with `COPY … FROM STDIN` instead, which costs PostgreSQL about half as much per row.
+ *
  * `prepare` builds the statement without sending it, for a caller that wants its JavaScript done
  * before it waits on the database (the customers projector, so that a rebuild builds a page while
  * PostgreSQL writes the one before).
@@ -47,11 +59,19 @@ export interface RowSetInsertOptions {
  */
 export function rowSetInsert(table: string, columns: Columns, options: RowSetInsertOptions = {}) {
   let withArrays: ReturnType<typeof compiledOnce<string>> | undefined;
+  const names = Object.keys(columns);
+  // A copy adds rows and nothing else: no conflict clause, no constant columns.
+  const copies = !options.onConflict && !options.also;
   /** The insert built, not yet sent: a function that sends it (nothing to send for no rows). */
   const prepare = (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): (() => Promise<void>) => {
     if (rows.length === 0) return async () => {};
-    withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
-    const query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
+    let query: CompiledQuery;
+    if (copies && rows.length >= COPY_AT_ROWS) {
+      query = copyFromStdin(table, names, copyText(rows, names, columns));
+    } else {
+      withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
+      query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
+    }
     return async () => {
       await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
     };
@@ -121,25 +141,48 @@ function statement(table: string, columns: Columns, options: RowSetInsertOptions
 function arrayLiteral(rows: readonly Record<string, unknown>[], column: string, type: string): string {
   const json = isJson(type);
   const elements = new Array<string>(rows.length);
-  for (let i = 0; i < rows.length; i++) elements[i] = element(rows[i]![column], json);
+  for (let i = 0; i < rows.length; i++) elements[i] = element(rows[i]![column], json, ARRAY);
   return `{${elements.join(',')}}`;
+}
+
+/** `rows` in COPY's text format: a line per row, its columns' fields separated by tabs (joined, for the reason `arrayLiteral` gives). */
+function copyText(rows: readonly Record<string, unknown>[], names: readonly string[], columns: Columns): string {
+  const json = names.map((n) => isJson(columns[n]!));
+  const lines = new Array<string>(rows.length + 1);
+  const fields = new Array<string>(names.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    for (let c = 0; c < names.length; c++) fields[c] = element(row[names[c]!], json[c]!, COPY);
+    lines[i] = fields.join('\t');
+  }
+  lines[rows.length] = '';
+  return lines.join('\n');
 }
 
 const isJson = (type: string) => type === 'jsonb' || type === 'json';
 
-/** A value as an array element: quoted text, or bare where its text holds nothing an array literal reads specially. */
-function element(value: unknown, json: boolean): string {
-  if (value === null || value === undefined) return 'NULL';
-  if (json) return quoted(JSON.stringify(value));
+/** How a format writes text that may hold its special characters, and SQL NULL. */
+interface TextFormat {
+  text: (text: string) => string;
+  null: string;
+}
+
+const ARRAY: TextFormat = { text: quoted, null: 'NULL' };
+const COPY: TextFormat = { text: copyField, null: COPY_NULL };
+
+/** A value as an element of `format`: its text, escaped by the format where it may hold anything, bare where it holds nothing the format reads specially. */
+function element(value: unknown, json: boolean, format: TextFormat): string {
+  if (value === null || value === undefined) return format.null;
+  if (json) return format.text(JSON.stringify(value));
   switch (typeof value) {
     case 'string':
-      return quoted(value);
+      return format.text(value);
     case 'number':
     case 'bigint':
     case 'boolean':
       return String(value);
     default:
-      return value instanceof Date ? value.toISOString() : quoted(JSON.stringify(value));
+      return value instanceof Date ? value.toISOString() : format.text(JSON.stringify(value));
   }
 }
 
