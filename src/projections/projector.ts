@@ -73,14 +73,24 @@ export function defineProjector<B>(spec: ProjectorSpec<B>): Projector {
     handles: new Set(Object.keys(handlers) as EventType[]),
     async applyBatch(events, trx, span) {
       const batch = await spec.begin(trx, events, span);
-      for (const event of events) {
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
         const pending = handlerOf(handlers, event)?.(event, batch);
         if (pending) await pending; // most handlers only collect rows: no await per event for them
+        if (i % TURN_EVERY === TURN_EVERY - 1) await nextTurn();
       }
       await spec.end?.(batch);
     },
   };
 }
+
+/**
+ * Events a batch handles before it lets the event loop take a turn: a big batch (a rebuild's page)
+ * is tens of milliseconds of JavaScript, and each statement the batch before it has out (a copy
+ * waits for the server's go-ahead before its rows, then for its answer) moves only on a turn.
+ */
+const TURN_EVERY = 500;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The handler of `event`'s type, typed for that event (TypeScript cannot relate a union's key and value by itself). */
 function handlerOf<B>(handlers: Handlers<B>, event: ProjectedEvent): ((event: ProjectedEvent, batch: B) => void | Promise<void>) | undefined {

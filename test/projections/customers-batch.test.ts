@@ -98,3 +98,45 @@ describe('customers projector, set-based', () => {
     }
   });
 });
+
+describe('customers projector, a batch with no profile or tier event', () => {
+  it('inserts its new customers with their balance, totals, pending points and last change already in, as batches of one event leave them', async () => {
+    const own = await openTestDatabase();
+    try {
+      const ownStore = new PostgresEventStore(own.db);
+      const states = new Map<string, ReturnType<typeof customerDecider.initialState>>();
+      // Each step its own append at its own time: the customer's `updated_at` is its last balance change's.
+      const step = async (customerId: string, at: string, command: CustomerCommand) => {
+        let state = states.get(customerId) ?? customerDecider.initialState();
+        const decided = customerDecider.decide(command, state);
+        for (const event of decided) state = customerDecider.evolve(state, event);
+        states.set(customerId, state);
+        const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date(at) };
+        await ownStore.append([{ stream: streams.customer(customerId), expected: 'any' as const, events: withMetadata(decided, ctx, newId) }]);
+      };
+      const points = (pointsType: 'earn' | 'deduct' | 'adjust', amount: number, id: string, times: { availableAt?: string; expiresAt?: string } = {}): CustomerCommand => ({
+        type: 'RecordPoints', pointsType, transactionId: id, amount, applyMultiplier: false, description: null, reference: null, metadata: {}, tiers: [], ...times,
+      });
+      const profile = { email: null, phone: null, first_name: null, last_name: null, external_reference: null, metadata: {} };
+      for (const [c, customerId] of ['cus_plain_a', 'cus_plain_b'].entries()) {
+        await step(customerId, '2026-01-01T00:00:00.000Z', { type: 'RegisterCustomer', customerId, businessId: BUSINESS, profile });
+        await step(customerId, '2026-01-01T01:00:00.000Z', points('earn', 10 + c, `txn_plain_${c}_1`));
+        await step(customerId, '2026-01-01T02:00:00.000Z', points('earn', 5, `txn_plain_${c}_2`, { availableAt: '2030-01-01T00:00:00.000Z', expiresAt: '2031-01-01T00:00:00.000Z' }));
+        await step(customerId, '2026-01-01T03:00:00.000Z', points('deduct', 3, `txn_plain_${c}_3`));
+        if (c === 0) await step(customerId, '2026-01-01T04:00:00.000Z', points('adjust', -1, `txn_plain_${c}_4`));
+      }
+      const models = async () => (await sql<Record<string, unknown>>`select * from customers order by seq`.execute(own.db)).rows.map(({ seq: _seq, ...row }) => JSON.parse(JSON.stringify(row)));
+
+      await rebuildProjection(own, ownStore, customersProjector, { batchSize: 1 });
+      const oneByOne = await models();
+      await rebuildProjection(own, ownStore, customersProjector, { batchSize: 10_000 });
+      expect(await models()).toEqual(oneByOne);
+      expect(oneByOne).toMatchObject([
+        { id: 'cus_plain_a', points_balance: 6, lifetime_earned: 14, lifetime_redeemed: 3, points_pending: 5, updated_at: '2026-01-01T04:00:00.000Z', next_expiring_amount: 5 },
+        { id: 'cus_plain_b', points_balance: 8, lifetime_earned: 16, lifetime_redeemed: 3, points_pending: 5, updated_at: '2026-01-01T03:00:00.000Z', next_expiring_amount: 5 },
+      ]);
+    } finally {
+      await own.close();
+    }
+  });
+});

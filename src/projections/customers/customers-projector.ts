@@ -106,9 +106,19 @@ const TIER_CHANGE_COLUMNS = {
   qualifying_points: 'bigint',
 };
 
-const insertCustomers = rowSetInsert('customers', CUSTOMER_COLUMNS, {
-  also: { points_balance: sql`0`, lifetime_earned: sql`0`, lifetime_redeemed: sql`0`, tier_id: sql`null`, tier: sql`'null'::jsonb` },
-});
+const NEW_CUSTOMER_COLUMNS = {
+  ...CUSTOMER_COLUMNS,
+  points_balance: 'bigint',
+  lifetime_earned: 'bigint',
+  lifetime_redeemed: 'bigint',
+  lifetime_expired: 'bigint',
+  points_pending: 'bigint',
+};
+const NO_TIER = { tier_id: sql`null`, tier: sql`'null'::jsonb` };
+/** New customers whose later statements in the batch (profile, tier, balance) change the rows it makes: sent before them. */
+const insertCustomers = rowSetInsert('customers', NEW_CUSTOMER_COLUMNS, { also: NO_TIER });
+/** New customers with their batch's balance and totals already in, in a batch with no profile or tier statement: nothing after it changes them. */
+const insertCustomersAsTheyEnd = rowSetInsert('customers', NEW_CUSTOMER_COLUMNS, { also: NO_TIER, deferred: true });
 // Deferred (`deferredWrite`): they travel with the batch's next statement. Not the customers'
 // insert: the profile, tier and balance statements after it change the rows it makes.
 const insertLedger = rowSetInsert('ledger_entries', LEDGER_COLUMNS, { deferred: true });
@@ -185,6 +195,11 @@ export const customersProjector = defineProjector<Batch>({
         metadata: data.metadata,
         created_at: recordedAt,
         updated_at: recordedAt,
+        points_balance: 0,
+        lifetime_earned: 0,
+        lifetime_redeemed: 0,
+        lifetime_expired: 0,
+        points_pending: 0,
       });
     },
     TierUpgraded(event, batch) {
@@ -297,14 +312,14 @@ export const customersProjector = defineProjector<Batch>({
     // Every statement is built before the first is sent (the JavaScript of a batch is mostly
     // here): in a rebuild the page before this one is still being written meanwhile, and the
     // first statement sent waits for it (src/projections/rebuild.ts).
-    const newCustomers = insertCustomers.prepare(trx, registered);
+    for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
+    const newCustomers = newCustomersInsert(trx, registered, later.length === 0 ? net : null);
     const deferredInserts = [
       insertTierChanges.prepare(trx, tierChanges),
       insertRecordedEvents.prepare(trx, recorded),
       insertLedger.prepare(trx, ledger),
       ...lots.writes(trx),
     ];
-    for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     const applyNets = net.size > 0 ? netsQuery([...net.values()]) : null;
     await newCustomers();
     for (const statement of later) await statement();
@@ -314,6 +329,30 @@ export const customersProjector = defineProjector<Batch>({
     if (expiring.length > 0) await refreshNextExpiring(trx, expiring);
   },
 });
+
+/**
+ * The insert of the batch's new customers. With `net` (a batch with no profile or tier statement,
+ * nearly all of them), each row takes its customer's net change, which leaves `net`, and the
+ * insert is deferred with the batch's other writes: in a rebuild, a page then sends nothing that
+ * waits for the page before to be written, which it did on every page that registered someone,
+ * holding the next page's JavaScript behind PostgreSQL (docs/performance.md). Otherwise it is
+ * sent first, since the statements after it change its rows.
+ */
+function newCustomersInsert(trx: Transaction<Database>, registered: Record<string, unknown>[], net: Map<string, NetChange> | null): () => Promise<void> {
+  if (!net) return insertCustomers.prepare(trx, registered);
+  for (const row of registered) {
+    const change = net.get(row.id as string);
+    if (!change) continue;
+    net.delete(change.id);
+    row.points_balance = change.balance ?? 0;
+    row.lifetime_earned = change.earned;
+    row.lifetime_redeemed = change.redeemed;
+    row.lifetime_expired = change.expired;
+    row.points_pending = change.pending;
+    row.updated_at = change.updated_at ?? row.updated_at;
+  }
+  return insertCustomersAsTheyEnd.prepare(trx, registered);
+}
 
 /** The batch's balance changes as `APPLY_NETS` with its column arrays. */
 function netsQuery(nets: readonly NetChange[]): CompiledQuery {
