@@ -2,14 +2,14 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { EventType } from '../events/catalogue.js';
 import type { Decoded, DecodedOf } from '../events/decode.js';
-import type { StoredEvent } from '../store/event-store.js';
+import type { ProjectionSourceEvent } from '../store/event-store.js';
 import type { BatchSpan } from './carried-by-business.js';
 
 /** An event as projectors get it: read from the log and decoded once (src/events/decode.ts). */
-export type ProjectedEvent = Decoded<StoredEvent>;
+export type ProjectedEvent = Decoded<ProjectionSourceEvent>;
 
 /** One event type's case of `ProjectedEvent`. */
-export type ProjectedEventOf<T extends EventType> = DecodedOf<StoredEvent, T>;
+export type ProjectedEventOf<T extends EventType> = DecodedOf<ProjectionSourceEvent, T>;
 
 /**
  * A projector's handlers, keyed by the event types it handles: each gets its event with the data

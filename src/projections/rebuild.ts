@@ -125,7 +125,7 @@ async function rebuild(
    * applied (mostly waiting on PostgreSQL), this one is read and decoded beside it.
    */
   const pageAfter = (after: Checkpoint) => {
-    const page = store.readAll(after, batchSize, { chain: false }).then(({ events, checkpoint }) => ({ count: events.length, decoded: decodeAll(events), checkpoint }));
+    const page = store.readAll(after, batchSize, { metadata: 'projection' }).then(({ events, checkpoint }) => ({ count: events.length, decoded: decodeAll(events), checkpoint }));
     page.catch(() => undefined); // awaited on the next turn; if this turn fails, nobody will
     return page;
   };

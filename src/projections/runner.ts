@@ -2,7 +2,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { deferredWrite } from '../db/deferred-writes.js';
 import type { Database } from '../db/schema.js';
-import { type Checkpoint, compareCheckpoints, type EventStore, type StoredEvent } from '../store/event-store.js';
+import { type Checkpoint, compareCheckpoints, type EventStore } from '../store/event-store.js';
 import { BackgroundLoop, type LoopHealth } from '../background-loop.js';
 import { decodeAll } from '../events/decode.js';
 import { applyEvents, type Projector } from './projector.js';
@@ -161,7 +161,7 @@ export class ProjectionRunner {
   private async step(): Promise<StepOutcome> {
     if (!this.loaded) await this.loadCheckpoints();
     const from = this.position;
-    const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize, { chain: false });
+    const { events, checkpoint: next } = await this.store.readAll(from, this.batchSize, { metadata: 'projection' });
     if (events.length === 0) return 'idle';
     // Decoded once for every projector (src/events/decode.ts); types the catalogue lacks are skipped.
     const decoded = decodeAll(events);
@@ -199,7 +199,7 @@ export class ProjectionRunner {
   private settleStep(
     result: { seen: Map<string, Checkpoint>; applied: Array<{ track: ProjectorTrack; count: number }>; busy: boolean },
     next: Checkpoint,
-    events: StoredEvent[],
+    events: readonly unknown[],
   ): StepOutcome {
     let moved = false;
     for (const track of this.tracks) {

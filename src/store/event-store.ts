@@ -51,6 +51,7 @@ export interface EventStore {
    * commits late is never ordered before one already returned, so a reader that checkpoints
    * `checkpoint` and calls again sees every event exactly once.
    */
+  readAll(after: Checkpoint, max: number, options: { metadata: 'projection' }): Promise<{ events: ProjectionSourceEvent[]; checkpoint: Checkpoint }>;
   readAll(after: Checkpoint, max: number, options?: ReadAllOptions): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
   /** Position of the last event `readAll` returns now; `START` while there is none. */
   headPosition(): Promise<Checkpoint>;
@@ -179,12 +180,18 @@ export interface StoredEvent {
 
 export interface ReadAllOptions {
   /**
-   * `false`: the events' metadata may leave out the hash chain (`prev_hash`, `hash`), which only
-   * the audit reads, so projectors get and parse fewer bytes (about half of the metadata). An
-   * adapter may return it anyway.
+   * `projection`: each event's metadata need hold only what projectors read (`ProjectionMetadata`),
+   * so they get and parse a fraction of its bytes: the rest (who, which request, the hash chain)
+   * is for the audit and for answers. An adapter may return all of it anyway. Default `all`.
    */
-  chain?: boolean;
+  metadata?: 'all' | 'projection';
 }
+
+/** What projectors read of an event's metadata: its business, and the version its data was written at (for decoding). */
+export type ProjectionMetadata = Pick<EventMetadata, 'business_id' | 'event_version'>;
+
+/** An event as `readAll` gives it to projectors (`metadata: 'projection'`). */
+export type ProjectionSourceEvent = Omit<StoredEvent, 'metadata'> & { metadata: ProjectionMetadata };
 
 /** A position in `readAll` order; compare with `compareCheckpoints`. */
 export interface Checkpoint {

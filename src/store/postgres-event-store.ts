@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
+import { type AliasedRawBuilder, type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import { compiledOnce, precompiled } from '../db/precompiled-query.js';
 import type { Database } from '../db/schema.js';
 import { type LogDatabase, withLogTables } from './log-tables.js';
@@ -15,6 +15,7 @@ import {
   type Checkpoint,
   CommitOutcomeUnknown,
   type EventStore,
+  type ProjectionSourceEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -71,17 +72,21 @@ export class PostgresEventStore implements EventStore {
    * PGlite's one connection would wait for ever; and there no other process moves its streams.
    */
   private readonly db: Kysely<LogDatabase>;
-  /** `readAll`'s two statements (the metadata with its hash chain, or without), built once: the projections read on every batch. */
-  private readonly readAllWithChain: ReturnType<typeof readAllQuery>;
-  private readonly readAllWithoutChain: ReturnType<typeof readAllQuery>;
+  /** `readAll`'s two statements (with the whole metadata, or with what projectors read of it), built once: the projections read on every batch. */
+  private readonly readAllWhole: ReturnType<typeof readAllQuery<Parameters<typeof toStoredEvent>[0]>>;
+  private readonly readAllForProjection: ReturnType<typeof readAllQuery<Parameters<typeof toProjectionSourceEvent>[0]>>;
   /** `readStreamFromSnapshot`'s statement, compiled once. */
   private readonly fromSnapshot: ReturnType<typeof compiledOnce<'stream' | 'version'>>;
 
   /** `signal`: every batch that writes events sends `APPENDED_CHANNEL` (for workers in other processes). */
   constructor(db: Kysely<Database>, options: Partial<GroupCommitOptions> & { redecide?: boolean; signal?: boolean } = {}) {
     this.db = withLogTables(db);
-    this.readAllWithChain = readAllQuery(this.db, sql`metadata`);
-    this.readAllWithoutChain = readAllQuery(this.db, sql`metadata - 'prev_hash' - 'hash'`);
+    this.readAllWhole = readAllQuery<Parameters<typeof toStoredEvent>[0]>(this.db, [sql`metadata`.as('metadata')]);
+    // Two fields out of the metadata's dozen: PostgreSQL sends, and node-postgres parses, no JSON for it.
+    this.readAllForProjection = readAllQuery<Parameters<typeof toProjectionSourceEvent>[0]>(this.db, [
+      sql`metadata->>'business_id'`.as('business_id'),
+      sql`(metadata->>'event_version')::int`.as('event_version'),
+    ]);
     this.fromSnapshot = compiledOnce<'stream' | 'version'>((param) => snapshotAndEventsQuery(param('stream'), param('version')).compile(this.db));
     this.redecides = options.redecide ?? false;
     this.signals = options.signal ?? false;
@@ -175,10 +180,11 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Appends commit in `global_position` order (see APPEND_LOCK_KEY), so reading past a checkpoint never skips one. */
-  async readAll(after: Checkpoint, max: number, options: ReadAllOptions = {}): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }> {
-    const read = options.chain === false ? this.readAllWithoutChain : this.readAllWithChain;
-    const rows = await read({ after: Number(after.globalPosition), max });
-    const events = rows.map(toStoredEvent);
+  async readAll(after: Checkpoint, max: number, options: { metadata: 'projection' }): Promise<{ events: ProjectionSourceEvent[]; checkpoint: Checkpoint }>;
+  async readAll(after: Checkpoint, max: number, options?: ReadAllOptions): Promise<{ events: StoredEvent[]; checkpoint: Checkpoint }>;
+  async readAll(after: Checkpoint, max: number, options: ReadAllOptions = {}): Promise<{ events: Array<StoredEvent | ProjectionSourceEvent>; checkpoint: Checkpoint }> {
+    const at = { after: Number(after.globalPosition), max };
+    const events = options.metadata === 'projection' ? (await this.readAllForProjection(at)).map(toProjectionSourceEvent) : (await this.readAllWhole(at)).map(toStoredEvent);
     return { events, checkpoint: events.at(-1)?.position ?? after };
   }
 
@@ -227,12 +233,12 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-/** The events after a position, oldest first, at most `max`, with `metadata` as given. */
-function readAllQuery(db: Kysely<LogDatabase>, metadata: RawBuilder<unknown>) {
-  return precompiled<Parameters<typeof toStoredEvent>[0], 'after' | 'max', LogDatabase>(db, (param) =>
+/** The events after a position, oldest first, at most `max`, with `metadata` columns as given. */
+function readAllQuery<Row>(db: Kysely<LogDatabase>, metadata: Array<AliasedRawBuilder<unknown, string>>) {
+  return precompiled<Row, 'after' | 'max', LogDatabase>(db, (param) =>
     db
       .selectFrom('events')
-      .select(['global_position', 'stream_id', 'stream_position', 'event_id', 'type', 'data', 'recorded_at', metadata.as('metadata')])
+      .select(['global_position', 'stream_id', 'stream_position', 'event_id', 'type', 'data', 'recorded_at', ...metadata])
       .where('global_position', '>', param('after'))
       .orderBy('global_position')
       .limit(param('max')),
@@ -291,6 +297,30 @@ async function readStreamIn(db: Kysely<LogDatabase>, stream: string, options: Re
 async function headOf(db: Kysely<LogDatabase>): Promise<Checkpoint> {
   const row = await db.selectFrom('events').select((eb) => eb.fn.max('global_position').as('head')).executeTakeFirst();
   return { globalPosition: BigInt(row?.head ?? 0) };
+}
+
+/** A row of the projection read: the event with its business and data version for metadata. */
+function toProjectionSourceEvent(row: {
+  event_id: string;
+  stream_id: string;
+  stream_position: number;
+  type: string;
+  data: unknown;
+  business_id: string;
+  event_version: number;
+  recorded_at: Date;
+  global_position: number;
+}): ProjectionSourceEvent {
+  return {
+    eventId: row.event_id,
+    streamId: row.stream_id,
+    streamPosition: row.stream_position,
+    type: row.type,
+    data: row.data,
+    metadata: { business_id: row.business_id, event_version: row.event_version },
+    recordedAt: row.recorded_at,
+    position: { globalPosition: BigInt(row.global_position) },
+  };
 }
 
 function toStoredEvent(row: {
