@@ -190,8 +190,9 @@ class DeferringConnection implements DatabaseConnection {
 
   /** The writes as one statement, but a copy (`copyFromStdin`) is one of its own: sent first, since none of them sees another. */
   private async send(writes: readonly CompiledQuery[]): Promise<void> {
-    const statements = writes.filter((w) => copyDataOf(w.sql, w.parameters) === undefined);
-    for (const copy of writes) if (!statements.includes(copy)) await this.inner.executeQuery(copy);
+    const isCopy = (w: CompiledQuery) => copyDataOf(w.sql, w.parameters) !== undefined;
+    for (const copy of writes.filter(isCopy)) await this.inner.executeQuery(copy);
+    const statements = writes.filter((w) => !isCopy(w));
     if (statements.length > 0) await this.inner.executeQuery(statements.length === 1 ? statements[0]! : combined(statements));
   }
 

@@ -72,9 +72,7 @@ export function rowSetInsert(table: string, columns: Columns, options: RowSetIns
       withArrays ??= compiledOnce<string>((column) => statement(table, columns, options, column).compile(trx));
       query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
     }
-    return async () => {
-      await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
-    };
+    return sender(trx, query, options.deferred);
   };
   const insert = (trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): Promise<void> => prepare(trx, rows)();
   return Object.assign(insert, { prepare });
@@ -92,11 +90,15 @@ export function rowSetUpdate(table: string, key: readonly string[], columns: Col
     prepare(trx: Transaction<Database>, rows: readonly Record<string, unknown>[]): () => Promise<void> {
       if (rows.length === 0) return async () => {};
       withArrays ??= compiledOnce<string>((column) => updateStatement(table, key, columns, column).compile(trx));
-      const query = withArrays((column) => arrayLiteral(rows, column, columns[column]!));
-      return async () => {
-        await trx.executeQuery(options.deferred ? deferredWrite(query) : query);
-      };
+      return sender(trx, withArrays((column) => arrayLiteral(rows, column, columns[column]!)), options.deferred);
     },
+  };
+}
+
+/** A function that sends `query` in `trx`, as a deferred write when asked (see `deferredWrite`). */
+function sender(trx: Transaction<Database>, query: CompiledQuery, deferred: boolean | undefined): () => Promise<void> {
+  return async () => {
+    await trx.executeQuery(deferred ? deferredWrite(query) : query);
   };
 }
 

@@ -192,14 +192,14 @@ export class ProjectionRunner {
       }
       return { seen, applied, busy: held.length < names.length };
     });
-    return this.settleStep(result, next, events);
+    return this.settleStep(result, next, events.length);
   }
 
   /** After the commit: moves the tracks and tells the listeners. */
   private settleStep(
     result: { seen: Map<string, Checkpoint>; applied: Array<{ track: ProjectorTrack; count: number }>; busy: boolean },
     next: Checkpoint,
-    events: readonly unknown[],
+    count: number,
   ): StepOutcome {
     let moved = false;
     for (const track of this.tracks) {
@@ -209,7 +209,7 @@ export class ProjectionRunner {
       track.moveTo(at);
       if (done) track.applied(done.count);
     }
-    if (result.applied.length > 0) return events.length;
+    if (result.applied.length > 0) return count;
     if (moved) return 0; // another process moved a checkpoint (or a rebuild swapped one in): go again
     return result.busy ? 'busy' : 'idle';
   }

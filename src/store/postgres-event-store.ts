@@ -299,47 +299,31 @@ async function headOf(db: Kysely<LogDatabase>): Promise<Checkpoint> {
   return { globalPosition: BigInt(row?.head ?? 0) };
 }
 
-/** A row of the projection read: the event with its business and data version for metadata. */
-function toProjectionSourceEvent(row: {
+/** An event's row of `events`, whatever its metadata columns. */
+interface EventRow {
   event_id: string;
   stream_id: string;
   stream_position: number;
   type: string;
   data: unknown;
-  business_id: string;
-  event_version: number;
   recorded_at: Date;
   global_position: number;
-}): ProjectionSourceEvent {
-  return {
-    eventId: row.event_id,
-    streamId: row.stream_id,
-    streamPosition: row.stream_position,
-    type: row.type,
-    data: row.data,
-    metadata: { business_id: row.business_id, event_version: row.event_version },
-    recordedAt: row.recorded_at,
-    position: { globalPosition: BigInt(row.global_position) },
-  };
 }
 
-function toStoredEvent(row: {
-  event_id: string;
-  stream_id: string;
-  stream_position: number;
-  type: string;
-  data: unknown;
-  metadata: Record<string, unknown>;
-  recorded_at: Date;
-  global_position: number;
-}): StoredEvent {
+/** A row of the projection read: the event with its business and data version for metadata. */
+const toProjectionSourceEvent = (row: EventRow & { business_id: string; event_version: number }): ProjectionSourceEvent =>
+  eventOf(row, { business_id: row.business_id, event_version: row.event_version });
+
+const toStoredEvent = (row: EventRow & { metadata: Record<string, unknown> }): StoredEvent => eventOf(row, row.metadata as unknown as StoredEvent['metadata']);
+
+function eventOf<M>(row: EventRow, metadata: M) {
   return {
     eventId: row.event_id,
     streamId: row.stream_id,
     streamPosition: row.stream_position,
     type: row.type,
     data: row.data,
-    metadata: row.metadata as unknown as StoredEvent['metadata'],
+    metadata,
     recordedAt: row.recorded_at,
     position: { globalPosition: BigInt(row.global_position) },
   };
