@@ -2,6 +2,7 @@
  * The rebuild's cost per event, for A/B runs on a busy machine:
  *
  *   tsx scripts/bench/rebuild-profile.ts seed EVENTS NAME     seeds database NAME as the rebuild row does (kept)
+ *   tsx scripts/bench/rebuild-profile.ts seed-spends EVENTS NAME   the same size, histories interleaved, one event in ten a deduction
  *   tsx scripts/bench/rebuild-profile.ts run NAME [CLI_ROOT]  copies NAME, runs `projections rebuild` on the copy
  *
  * `run` copies the seeded database (`create database … template NAME`), runs `node CLI_ROOT/dist/cli.js
@@ -18,7 +19,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cpuMs } from './cpu-time.js';
 import { databaseUrl, withClient } from './postgres.js';
-import { seedCustomers } from './rebuild.js';
+import { seedCustomers, seedCustomersWithSpends } from './rebuild.js';
 import { initStore, REPO_ROOT } from './service.js';
 
 const [command, ...args] = process.argv.slice(2);
@@ -30,6 +31,15 @@ async function seed(events: number, name: string): Promise<void> {
   const t0 = performance.now();
   await seedCustomers(name, keys.business_id, customers, events);
   process.stdout.write(`seeded ${name}: ${events} events over ${customers} customers in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+
+async function seedWithSpends(events: number, name: string): Promise<void> {
+  await withClient((c) => c.query(`create database ${name}`));
+  const keys = await initStore({ databaseUrl: databaseUrl(name) });
+  const customers = Math.max(1, Math.round(events / 100));
+  const t0 = performance.now();
+  const balances = await seedCustomersWithSpends(name, keys.business_id, customers, events);
+  process.stdout.write(`seeded ${name}: ${events} events over ${customers} customers, one in ten a deduction, in ${((performance.now() - t0) / 1000).toFixed(1)} s; balances sum ${balances}\n`);
 }
 
 async function runOnce(template: string, root: string): Promise<void> {
@@ -99,5 +109,6 @@ async function runOnce(template: string, root: string): Promise<void> {
 }
 
 if (command === 'seed') await seed(Number(args[0]), args[1]!);
+else if (command === 'seed-spends') await seedWithSpends(Number(args[0]), args[1]!);
 else if (command === 'run') await runOnce(args[0]!, path.resolve(args[1] ?? REPO_ROOT));
 else throw new Error('usage: rebuild-profile.ts seed EVENTS NAME | run NAME [CLI_ROOT]');

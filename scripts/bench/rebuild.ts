@@ -93,6 +93,69 @@ export async function seedCustomers(dbName: string, businessId: string, customer
   }
 }
 
+/**
+ * A log with spends, in the shape a live service writes: customers' histories interleaved in rounds
+ * (each round appends the next `ROUND` events of every customer), so a page of the log holds a
+ * slice of many customers, and every `SPEND_EVERY`th event of a customer a deduction of 1 point,
+ * whose lot share names a lot credited rounds (pages) before. For the rebuild's cost on logs whose
+ * debits read lots back (`rebuild-profile.ts seed-spends`).
+ */
+export async function seedCustomersWithSpends(dbName: string, businessId: string, customers: number, total: number): Promise<number> {
+  const ROUND = 10;
+  const SPEND_EVERY = 10;
+  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: SEED_CONCURRENCY + 1, timeoutMs: 300_000 });
+  try {
+    const store = new PostgresEventStore(database.db);
+    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+    const perCustomer = Math.max(1, Math.floor(total / customers));
+    const all = Array.from({ length: customers }, (_, n) => ({ id: newId('customer'), n, state: customerDecider.initialState(), count: 0, revision: -1 }));
+    let earned = 0;
+    let deducted = 0;
+    for (let round = 0; round * ROUND < perCustomer; round++) {
+      let next = 0;
+      const writeOf = (c: (typeof all)[number]): AppendWrite | null => {
+        const decided: CustomerEvent[] = [];
+        const take = (events: CustomerEvent[]) => {
+          for (const event of events) c.state = customerDecider.evolve(c.state, event);
+          decided.push(...events);
+        };
+        if (c.count === 0) {
+          take(customerDecider.decide({ type: 'RegisterCustomer', customerId: c.id, businessId, profile: profileOf(c.n + 1) }, c.state));
+          c.count++;
+        }
+        while (decided.length < ROUND && c.count < perCustomer) {
+          if (c.count % SPEND_EVERY === 0 && c.state.balance > 0) {
+            take(customerDecider.decide({ ...(earnOnePoint() as Extract<CustomerCommand, { type: 'RecordPoints' }>), pointsType: 'deduct' }, c.state));
+            deducted++;
+          } else {
+            take(customerDecider.decide(earnOnePoint(), c.state));
+            earned++;
+          }
+          c.count++;
+        }
+        if (decided.length === 0) return null;
+        const write: AppendWrite = { stream: streams.customer(c.id), expected: c.revision < 0 ? 'no_stream' : c.revision, events: withMetadata(decided, ctx, newId) };
+        c.revision += decided.length;
+        return write;
+      };
+      const worker = async () => {
+        while (next < all.length) {
+          const writes: AppendWrite[] = [];
+          while (writes.length < CUSTOMERS_PER_APPEND && next < all.length) {
+            const write = writeOf(all[next++]!);
+            if (write) writes.push(write);
+          }
+          if (writes.length > 0) await store.append(writes);
+        }
+      };
+      await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
+    }
+    return earned - deducted;
+  } finally {
+    await database.close();
+  }
+}
+
 /** The command of the bulk path's earns: 1 point, no multiplier, no tiers. */
 export function earnOnePoint(): CustomerCommand {
   return {

@@ -29,6 +29,23 @@ export function deferredWrite(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
+/** The reads marked with `readAheadOfWaitingWrites`. */
+const readsAhead = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks a read that goes to the connection at once, ahead of the transaction's waiting writes
+ * (those deferred since the last statement sent), which keep waiting: it sees the transaction as
+ * it was before them. For a caller that knows what those writes change and corrects the answer
+ * itself: a rebuild reads the lots of its next page while the writes of the page before still wait
+ * to be sent (src/projections/customers/lot-book.ts, `LotBook.readAhead`). What was sent early
+ * (`sendWaitingWrites`) goes before it, as before every statement. Outside a transaction it is a
+ * plain read.
+ */
+export function readAheadOfWaitingWrites(query: CompiledQuery): CompiledQuery {
+  readsAhead.add(query);
+  return query;
+}
+
 /** The statements `sendWaitingWrites` passes to the connection, each with the answer of the writes it sent. */
 const earlySends = new WeakMap<CompiledQuery, { answered: Promise<unknown> }>();
 
@@ -143,6 +160,10 @@ class DeferringConnection implements DatabaseConnection {
     if (this.inTransaction && deferrable.has(query)) {
       this.waiting.push(query);
       return Promise.resolve(NO_ROWS);
+    }
+    if (this.inTransaction && readsAhead.has(query)) {
+      // Chained as an early send is, so that no later statement is handed over while it is out.
+      return this.afterSent(() => this.inner.executeQuery<R>(query));
     }
     const early = earlySends.get(query);
     if (early && this.inTransaction) {

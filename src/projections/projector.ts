@@ -40,18 +40,32 @@ export interface Projector {
    * The events given are all handled by the projector, in log order. `span`: where the batch
    * starts and ends in the log (none in a rebuild), for what a projector carries between batches.
    */
-  applyBatch(events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan): Promise<void>;
+  applyBatch(events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan, ahead?: unknown): Promise<Applied>;
+  /**
+   * For a rebuild's pipeline (optional): sends now, ahead of the writes `applied` (the batch just
+   * applied, as `applyBatch` answered it) left waiting, the reads the batch of `next` would make as
+   * it begins, and corrects their answer for those writes; what it answers is handed to
+   * `applyBatch` of `next` as `ahead`. So the next page's reads need not wait for the page before's
+   * writes, and its JavaScript runs while they do.
+   */
+  readAhead?(next: readonly ProjectedEvent[], trx: Transaction<Database>, applied: Applied): unknown;
 }
 
-export interface ProjectorSpec<B> {
+/** What `applyBatch` answers: the batch's state, for the projector's own `readAhead` of the batch after it. */
+export type Applied = { readonly [batchState]: true } | undefined;
+declare const batchState: unique symbol;
+
+export interface ProjectorSpec<B, A = never> {
   name: string;
   tables: readonly string[];
   reactor?: boolean;
   /** The state of one batch (it may read what the batch's events need); handlers reach the transaction through it. */
-  begin(trx: Transaction<Database>, events: readonly ProjectedEvent[], span: BatchSpan | undefined): B | Promise<B>;
+  begin(trx: Transaction<Database>, events: readonly ProjectedEvent[], span: BatchSpan | undefined, ahead?: A): B | Promise<B>;
   on: Handlers<B>;
   /** Writes what the handlers collected (set-based statements), after the last event of the batch. */
   end?(batch: B): Promise<void>;
+  /** See `Projector.readAhead`: `previous` is the batch before `events`, applied, its writes still waiting; the answer goes to `begin`. */
+  readAhead?(trx: Transaction<Database>, events: readonly ProjectedEvent[], previous: B): A;
 }
 
 /**
@@ -64,15 +78,15 @@ export interface ProjectorSpec<B> {
  *   on: { ApiKeyRevoked: async (event, { trx }) => { await trx.updateTable('api_keys')… .where('id', '=', event.data.key_id) } },
  * });
  */
-export function defineProjector<B>(spec: ProjectorSpec<B>): Projector {
+export function defineProjector<B, A = never>(spec: ProjectorSpec<B, A>): Projector {
   const handlers = spec.on;
   return {
     name: spec.name,
     tables: spec.tables,
     ...(spec.reactor ? { reactor: true } : {}),
     handles: new Set(Object.keys(handlers) as EventType[]),
-    async applyBatch(events, trx, span) {
-      const batch = await spec.begin(trx, events, span);
+    async applyBatch(events, trx, span, ahead) {
+      const batch = await spec.begin(trx, events, span, ahead as A | undefined);
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!;
         const pending = handlerOf(handlers, event)?.(event, batch);
@@ -80,7 +94,9 @@ export function defineProjector<B>(spec: ProjectorSpec<B>): Projector {
         if (i % TURN_EVERY === TURN_EVERY - 1) await nextTurn();
       }
       await spec.end?.(batch);
+      return batch as unknown as Applied;
     },
+    ...(spec.readAhead ? { readAhead: (next, trx, applied) => spec.readAhead!(trx, next, applied as unknown as B) } : {}),
   };
 }
 
@@ -97,8 +113,18 @@ function handlerOf<B>(handlers: Handlers<B>, event: ProjectedEvent): ((event: Pr
   return handlers[event.type] as ((event: ProjectedEvent, batch: B) => void | Promise<void>) | undefined;
 }
 
-/** Applies the events this projector handles, in order, through `trx`. */
-export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan): Promise<void> {
+/** Applies the events this projector handles, in order, through `trx` (`ahead`: what its `readAhead` answered for them). */
+export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan, ahead?: unknown): Promise<Applied> {
   const handled = events.filter((e) => projector.handles.has(e.type));
-  if (handled.length > 0) await projector.applyBatch(handled, trx, span);
+  return handled.length > 0 ? projector.applyBatch(handled, trx, span, ahead) : undefined;
+}
+
+/**
+ * The projector's `readAhead` of the events of `next` it handles, after the batch it answered
+ * `applied` for; undefined when it has none, applied nothing, or handles nothing of `next`.
+ */
+export function readAhead(projector: Projector, applied: Applied, next: readonly ProjectedEvent[], trx: Transaction<Database>): unknown {
+  if (!projector.readAhead || applied === undefined) return undefined;
+  const handled = next.filter((e) => projector.handles.has(e.type));
+  return handled.length > 0 ? projector.readAhead(handled, trx, applied) : undefined;
 }

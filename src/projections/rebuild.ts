@@ -5,7 +5,7 @@ import type { DatabaseHandle } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { type Checkpoint, compareCheckpoints, type EventStore, START } from '../store/event-store.js';
 import { decodeAll } from '../events/decode.js';
-import { applyEvents, type Projector } from './projector.js';
+import { type Applied, applyEvents, type Projector, readAhead } from './projector.js';
 import { dropAbandonedScratch, withScratchSchema } from './rebuild-scratch.js';
 import { completeCopies, renameBlocker, renameRefusal, type SwapMethod, swapByRename, swapRows } from './rebuild-swap.js';
 
@@ -136,7 +136,9 @@ async function rebuild(
    * (the projectors' deferred writes, most of PostgreSQL's work) are sent as soon as it is applied,
    * (`sendWaitingWrites`), and the next page is built in JavaScript while PostgreSQL executes
    * them. The transaction's later statements go once they are answered, so each page still sees
-   * the one before it.
+   * the one before it; but the reads a page makes as it begins (the lots its debits name) are sent
+   * ahead of the page before's writes, and corrected for them (`Projector.readAhead`), so that its
+   * JavaScript need not wait for those writes either.
    */
   const catchUp = async (): Promise<void> => {
     let page = pageAfter(position);
@@ -146,15 +148,20 @@ async function rebuild(
       await db.transaction().execute(async (trx) => {
         await sql`set local search_path to ${sql.id(scratch)}, ${sql.id(live)}`.execute(trx);
         let sending: Promise<unknown> = Promise.resolve();
+        let ahead: unknown[] = [];
         for (let pages = 1; ; pages++) {
           page = pageAfter(current.checkpoint);
-          for (const projector of projectors) await applyEvents(projector, current.decoded, trx);
+          const applied: Applied[] = [];
+          for (const [i, projector] of projectors.entries()) applied.push(await applyEvents(projector, current.decoded, trx, undefined, ahead[i]));
           await sending; // at most one page's writes out at a time
           done += current.count;
           if (pages === pagesPerTransaction) break;
+          // The next page's reads go before this page's writes, so that they need not wait for them.
+          // (The page has nearly always arrived by now: it was read while this one was applied.)
+          const next = await page;
+          ahead = next.count === 0 ? [] : projectors.map((projector, i) => readAhead(projector, applied[i], next.decoded, trx));
           sending = (await sendWaitingWrites(trx)).answered;
           await report(); // a page within the transaction: only on a server, where others' statements need not wait for it
-          const next = await page;
           if (next.count === 0) break;
           current = next;
         }

@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { deferredWrite, sendWaitingWrites } from '../../src/db/deferred-writes.js';
+import { deferredWrite, readAheadOfWaitingWrites, sendWaitingWrites } from '../../src/db/deferred-writes.js';
 import { openTestDatabase } from '../support/test-database.js';
 
 let handle: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -103,6 +103,30 @@ describe('deferred writes (src/db/deferred-writes.ts)', () => {
     ]);
     const counts = await sql<{ label: string; seen: number }>`select label, seen::int as seen from deferred_counts`.execute(handle.db);
     expect(counts.rows).toEqual([{ label: 'after both', seen: 3 }]);
+  });
+
+  it('let a read marked to go ahead of them see the transaction without them, after what was sent early; they keep waiting, in order', async () => {
+    const seen = await handle.db.transaction().execute(async (trx) => {
+      const countAhead = () => trx.executeQuery<{ n: number }>(readAheadOfWaitingWrites(CompiledQuery.raw('select count(*)::int as n from deferred_items')));
+      await trx.executeQuery(insertItem('a', 1));
+      const early = await sendWaitingWrites(trx);
+      await trx.executeQuery(insertItem('b', 2)); // waits
+      const ahead = countAhead(); // after the early write, before the waiting one
+      await trx.executeQuery(insertItem('c', 3)); // waits too
+      const aheadAgain = await countAhead();
+      await trx.executeQuery(countItems('with the waiting ones'));
+      await early.answered;
+      return [(await ahead).rows[0]!.n, aheadAgain.rows[0]!.n];
+    });
+    expect(seen).toEqual([1, 1]);
+    expect(await items()).toEqual([
+      { name: 'a', n: 1 },
+      { name: 'b', n: 2 },
+      { name: 'c', n: 3 },
+    ]);
+    const counts = await sql<{ label: string; seen: number }>`select label, seen::int as seen from deferred_counts`.execute(handle.db);
+    // The writes that waited still went as one statement: the count among them saw only the early one.
+    expect(counts.rows).toEqual([{ label: 'with the waiting ones', seen: 1 }]);
   });
 
   it('sent early and failing, reject their answer, every later statement of the transaction and its commit, leaving nothing', async () => {

@@ -167,10 +167,10 @@ interface Batch {
  * and keep one statement each, run before that update; the order of the statements never changes
  * a row, since they write different columns (and `updated_at` goes to the customer's last event).
  */
-export const customersProjector = defineProjector<Batch>({
+export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook> }>({
   name: 'customers',
   tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes', 'lots'],
-  begin: async (trx, events) => ({
+  begin: async (trx, events, _span, ahead) => ({
     trx,
     registered: [],
     later: [],
@@ -178,9 +178,15 @@ export const customersProjector = defineProjector<Batch>({
     recorded: [],
     tierChanges: [],
     net: new Map(),
-    lots: await LotBook.load(trx, events),
+    lots: await (ahead?.lots ?? LotBook.load(trx, events)),
     plannedShares: await plannedSharesOf(trx, events),
   }),
+  // A rebuild's next page reads its lots while this page's writes wait (see `LotBook.readAhead`).
+  readAhead: (trx, events, previous) => {
+    const lots = LotBook.readAhead(trx, events, previous.lots);
+    lots.catch(() => undefined); // awaited by the next page's `begin`; if the rebuild fails first, nobody will
+    return { lots };
+  },
   on: {
     CustomerRegistered({ data, recordedAt }, batch) {
       batch.registered.push({

@@ -1,4 +1,5 @@
-import { sql, type Transaction } from 'kysely';
+import { type CompiledQuery, sql, type Transaction } from 'kysely';
+import { readAheadOfWaitingWrites } from '../../db/deferred-writes.js';
 import {
   applyReversal,
   creditLot,
@@ -38,31 +39,37 @@ export class LotBook {
 
   static async load(trx: Transaction<Database>, events: readonly ProjectedEvent[]): Promise<LotBook> {
     const book = new LotBook();
-    // The lots named, as (customer, lot) pairs: looked up by the primary key one by one. (A filter
-    // of every named customer and every named lot id left the planner to guess, and on a table not
-    // analyzed since a bulk load it read all of `lots` for each batch: 400 ms at 100,000 lots.)
-    const named = new Map<string, { customer: string; lot: string }>();
-    const planned = new Set<string>();
-    for (const event of events) {
-      const customerId = streams.customerIdOf(event.streamId);
-      const ids = lotsNamedBy(event);
-      if (ids === 'open lots') planned.add(customerId);
-      else for (const id of ids) named.set(`${customerId} ${id}`, { customer: customerId, lot: id });
-    }
+    const { named, planned } = lotsNamedIn(events);
+    if (named.size > 0 || planned.size > 0) book.fill(await lotRows(trx, [...named.values()], planned));
+    return book;
+  }
+
+  /**
+   * `load` of the next page of a rebuild, its read sent now, ahead of the writes `before` (the
+   * book of the page just applied) left waiting (`readAheadOfWaitingWrites`): the rows it reads are
+   * as they were before that page, and the lots `before` changed or made are put over them, so the
+   * book holds what `load` would read once those writes are done. (A customer's lot that page
+   * closed stays in the book, closed: a debit plans only from lots with points left.)
+   */
+  static async readAhead(trx: Transaction<Database>, events: readonly ProjectedEvent[], before: LotBook): Promise<LotBook> {
+    const book = new LotBook();
+    const { named, planned } = lotsNamedIn(events);
     if (named.size === 0 && planned.size === 0) return book;
-    const pairs = [...named.values()];
-    const { rows } = await sql<LotRow>`
-      select l.* from unnest(${pairs.map((p) => p.customer)}::text[], ${pairs.map((p) => p.lot)}::text[]) as k(customer_id, transaction_id)
-        join lots l on l.customer_id = k.customer_id and l.transaction_id = k.transaction_id
-      union all
-      select * from lots where customer_id = any(${[...planned]}::text[]) and (remaining > 0 or spent > 0)
-      order by seq`.execute(trx);
-    // A lot both named and open comes twice: the same row, kept once.
-    for (const row of rows) {
-      book.customerLots(row.customer_id).set(row.transaction_id, lotOf(row));
-      book.businessOf.set(row.customer_id, row.business_id);
+    book.fill(await lotRows(trx, [...named.values()], planned, readAheadOfWaitingWrites));
+    for (const [key, { customerId, now }] of before.changed) {
+      if (!named.has(key) && !planned.has(customerId)) continue;
+      book.customerLots(customerId).set(now.transactionId, now);
+      book.businessOf.set(customerId, before.businessOf.get(customerId)!);
     }
     return book;
+  }
+
+  /** The lots read, in the order of their creation (`seq`): a lot both named and open comes twice, the same row, kept once. */
+  private fill(rows: readonly LotRow[]): void {
+    for (const row of rows) {
+      this.customerLots(row.customer_id).set(row.transaction_id, lotOf(row));
+      this.businessOf.set(row.customer_id, row.business_id);
+    }
   }
 
   credit(customerId: string, businessId: string, lot: NewLot): void {
@@ -171,6 +178,46 @@ interface ChangedLot {
   was: Lot | null;
   now: Lot;
 }
+
+/**
+ * What a batch of `events` loads: the lots named, as (customer, lot) pairs (by `customer lot`),
+ * and the customers whose open lots a debit with no recorded shares plans from.
+ */
+function lotsNamedIn(events: readonly ProjectedEvent[]): { named: Map<string, { customer: string; lot: string }>; planned: Set<string> } {
+  const named = new Map<string, { customer: string; lot: string }>();
+  const planned = new Set<string>();
+  for (const event of events) {
+    const customerId = streams.customerIdOf(event.streamId);
+    const ids = lotsNamedBy(event);
+    if (ids === 'open lots') planned.add(customerId);
+    else for (const id of ids) named.set(`${customerId} ${id}`, { customer: customerId, lot: id });
+  }
+  return { named, planned };
+}
+
+/**
+ * The lots of `pairs`, looked up by the primary key one by one (a filter of every named customer
+ * and every named lot id left the planner to guess, and on a table not analyzed since a bulk load
+ * it read all of `lots` for each batch: 400 ms at 100,000 lots), and the open lots of `planned`,
+ * in the order of their creation.
+ */
+async function lotRows(
+  trx: Transaction<Database>,
+  pairs: ReadonlyArray<{ customer: string; lot: string }>,
+  planned: ReadonlySet<string>,
+  mark: (query: CompiledQuery) => CompiledQuery = (query) => query,
+): Promise<LotRow[]> {
+  const query = sql<LotRow>`
+      select l.* from unnest(${pairs.map((p) => p.customer)}::text[], ${pairs.map((p) => p.lot)}::text[]) as k(customer_id, transaction_id)
+        join lots l on l.customer_id = k.customer_id and l.transaction_id = k.transaction_id
+      union all
+      select * from lots where customer_id = any(${[...planned]}::text[]) and ${OPEN}
+      order by seq`.compile(trx);
+  return (await trx.executeQuery<LotRow>(mark(query))).rows;
+}
+
+/** The lots a debit with no recorded shares may plan from or give back to. */
+const OPEN = sql`(remaining > 0 or spent > 0)`;
 
 /** The lots an event changes, or `open lots` for a debit whose shares must be planned. */
 function lotsNamedBy(event: ProjectedEvent): string[] | 'open lots' {
