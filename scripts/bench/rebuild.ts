@@ -56,11 +56,7 @@ export async function measureRebuild(events: number, log: (message: string) => v
 
 /** Each customer: a registration and earns of 1 point, `total` events in all. */
 export async function seedCustomers(dbName: string, businessId: string, customers: number, total: number): Promise<void> {
-  // Setup, not measured: a 10,000-event append may outlast the service's 5 s query deadline on a busy machine.
-  const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: SEED_CONCURRENCY + 1, timeoutMs: 300_000 });
-  try {
-    const store = new PostgresEventStore(database.db);
-    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
+  await withSeedStore(dbName, businessId, async (store, ctx) => {
     let next = 0;
     let left = total;
     const writeOf = (): AppendWrite => {
@@ -76,21 +72,12 @@ export async function seedCustomers(dbName: string, businessId: string, customer
       };
       take(customerDecider.decide({ type: 'RegisterCustomer', customerId, businessId, profile: profileOf(next) }, state));
       while (decided.length < count) {
-        take(customerDecider.decide(earnOnePoint(), state));
+        take(customerDecider.decide(onePoint('earn'), state));
       }
       return { stream: streams.customer(customerId), expected: 'no_stream', events: withMetadata(decided, ctx, newId) };
     };
-    const worker = async () => {
-      while (next < customers) {
-        const writes: AppendWrite[] = [];
-        while (writes.length < CUSTOMERS_PER_APPEND && next < customers) writes.push(writeOf());
-        await store.append(writes);
-      }
-    };
-    await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
-  } finally {
-    await database.close();
-  }
+    await appendEach(store, customers, writeOf);
+  });
 }
 
 /**
@@ -98,69 +85,82 @@ export async function seedCustomers(dbName: string, businessId: string, customer
  * (each round appends the next `ROUND` events of every customer), so a page of the log holds a
  * slice of many customers, and every `SPEND_EVERY`th event of a customer a deduction of 1 point,
  * whose lot share names a lot credited rounds (pages) before. For the rebuild's cost on logs whose
- * debits read lots back (`rebuild-profile.ts seed-spends`).
+ * debits read lots back (`rebuild-profile.ts seed-spends`). Answers the balances' sum.
  */
 export async function seedCustomersWithSpends(dbName: string, businessId: string, customers: number, total: number): Promise<number> {
   const ROUND = 10;
   const SPEND_EVERY = 10;
+  const perCustomer = Math.max(1, Math.floor(total / customers));
+  const all = Array.from({ length: customers }, (_, n) => ({ id: newId('customer'), n, state: customerDecider.initialState(), count: 0, revision: -1 }));
+  let balances = 0;
+  await withSeedStore(dbName, businessId, async (store, ctx) => {
+    const writeOf = (c: (typeof all)[number]): AppendWrite | null => {
+      const decided: CustomerEvent[] = [];
+      const take = (events: CustomerEvent[]) => {
+        for (const event of events) c.state = customerDecider.evolve(c.state, event);
+        decided.push(...events);
+      };
+      if (c.count === 0) {
+        take(customerDecider.decide({ type: 'RegisterCustomer', customerId: c.id, businessId, profile: profileOf(c.n + 1) }, c.state));
+        c.count++;
+      }
+      while (decided.length < ROUND && c.count < perCustomer) {
+        const spends = c.count % SPEND_EVERY === 0 && c.state.balance > 0;
+        take(customerDecider.decide(onePoint(spends ? 'deduct' : 'earn'), c.state));
+        balances += spends ? -1 : 1;
+        c.count++;
+      }
+      if (decided.length === 0) return null;
+      const write: AppendWrite = { stream: streams.customer(c.id), expected: c.revision < 0 ? 'no_stream' : c.revision, events: withMetadata(decided, ctx, newId) };
+      c.revision += decided.length;
+      return write;
+    };
+    for (let round = 0; round * ROUND < perCustomer; round++) await appendEach(store, all.length, (i) => writeOf(all[i]!));
+  });
+  return balances;
+}
+
+/** Runs `seed` with an event store on database `dbName` and the seed's metadata context. */
+async function withSeedStore(
+  dbName: string,
+  businessId: string,
+  seed: (store: PostgresEventStore, ctx: Parameters<typeof withMetadata>[1]) => Promise<void>,
+): Promise<void> {
+  // Setup, not measured: a 10,000-event append may outlast the service's 5 s query deadline on a busy machine.
   const database = await openDatabase({ databaseUrl: databaseUrl(dbName), poolSize: SEED_CONCURRENCY + 1, timeoutMs: 300_000 });
   try {
-    const store = new PostgresEventStore(database.db);
-    const ctx = { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() };
-    const perCustomer = Math.max(1, Math.floor(total / customers));
-    const all = Array.from({ length: customers }, (_, n) => ({ id: newId('customer'), n, state: customerDecider.initialState(), count: 0, revision: -1 }));
-    let earned = 0;
-    let deducted = 0;
-    for (let round = 0; round * ROUND < perCustomer; round++) {
-      let next = 0;
-      const writeOf = (c: (typeof all)[number]): AppendWrite | null => {
-        const decided: CustomerEvent[] = [];
-        const take = (events: CustomerEvent[]) => {
-          for (const event of events) c.state = customerDecider.evolve(c.state, event);
-          decided.push(...events);
-        };
-        if (c.count === 0) {
-          take(customerDecider.decide({ type: 'RegisterCustomer', customerId: c.id, businessId, profile: profileOf(c.n + 1) }, c.state));
-          c.count++;
-        }
-        while (decided.length < ROUND && c.count < perCustomer) {
-          if (c.count % SPEND_EVERY === 0 && c.state.balance > 0) {
-            take(customerDecider.decide({ ...(earnOnePoint() as Extract<CustomerCommand, { type: 'RecordPoints' }>), pointsType: 'deduct' }, c.state));
-            deducted++;
-          } else {
-            take(customerDecider.decide(earnOnePoint(), c.state));
-            earned++;
-          }
-          c.count++;
-        }
-        if (decided.length === 0) return null;
-        const write: AppendWrite = { stream: streams.customer(c.id), expected: c.revision < 0 ? 'no_stream' : c.revision, events: withMetadata(decided, ctx, newId) };
-        c.revision += decided.length;
-        return write;
-      };
-      const worker = async () => {
-        while (next < all.length) {
-          const writes: AppendWrite[] = [];
-          while (writes.length < CUSTOMERS_PER_APPEND && next < all.length) {
-            const write = writeOf(all[next++]!);
-            if (write) writes.push(write);
-          }
-          if (writes.length > 0) await store.append(writes);
-        }
-      };
-      await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
-    }
-    return earned - deducted;
+    await seed(new PostgresEventStore(database.db), { businessId, actor: 'bench-seed', requestId: null, idempotencyKey: null, now: new Date() });
   } finally {
     await database.close();
   }
 }
 
+/** `writeOf(0)` … `writeOf(count - 1)` (null: nothing to write), appended `CUSTOMERS_PER_APPEND` at a time by `SEED_CONCURRENCY` appenders. */
+async function appendEach(store: PostgresEventStore, count: number, writeOf: (i: number) => AppendWrite | null): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const writes: AppendWrite[] = [];
+      while (writes.length < CUSTOMERS_PER_APPEND && next < count) {
+        const write = writeOf(next++);
+        if (write) writes.push(write);
+      }
+      if (writes.length > 0) await store.append(writes);
+    }
+  };
+  await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
+}
+
 /** The command of the bulk path's earns: 1 point, no multiplier, no tiers. */
 export function earnOnePoint(): CustomerCommand {
+  return onePoint('earn');
+}
+
+/** An earn or deduction of 1 point, no multiplier, no tiers. */
+function onePoint(pointsType: 'earn' | 'deduct'): CustomerCommand {
   return {
     type: 'RecordPoints',
-    pointsType: 'earn',
+    pointsType,
     transactionId: newId('transaction'),
     amount: 1,
     applyMultiplier: false,

@@ -115,7 +115,7 @@ function handlerOf<B>(handlers: Handlers<B>, event: ProjectedEvent): ((event: Pr
 
 /** Applies the events this projector handles, in order, through `trx` (`ahead`: what its `readAhead` answered for them). */
 export async function applyEvents(projector: Projector, events: readonly ProjectedEvent[], trx: Transaction<Database>, span?: BatchSpan, ahead?: unknown): Promise<Applied> {
-  const handled = events.filter((e) => projector.handles.has(e.type));
+  const handled = handledBy(projector, events);
   return handled.length > 0 ? projector.applyBatch(handled, trx, span, ahead) : undefined;
 }
 
@@ -125,6 +125,9 @@ export async function applyEvents(projector: Projector, events: readonly Project
  */
 export function readAhead(projector: Projector, applied: Applied, next: readonly ProjectedEvent[], trx: Transaction<Database>): unknown {
   if (!projector.readAhead || applied === undefined) return undefined;
-  const handled = next.filter((e) => projector.handles.has(e.type));
+  const handled = handledBy(projector, next);
   return handled.length > 0 ? projector.readAhead(handled, trx, applied) : undefined;
 }
+
+/** The events of `events` the projector handles, in order. */
+const handledBy = (projector: Projector, events: readonly ProjectedEvent[]) => events.filter((e) => projector.handles.has(e.type));
