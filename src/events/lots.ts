@@ -124,16 +124,32 @@ export function consumptionOrder(a: Lot, b: Lot): number {
     if (b.expiresAt === null) return -1;
     return a.expiresAt < b.expiresAt ? -1 : 1;
   }
+  return oldestFirst(a, b);
+}
+
+/** By creation, then by id. */
+export function oldestFirst(a: Lot, b: Lot): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
   return a.transactionId < b.transactionId ? -1 : a.transactionId > b.transactionId ? 1 : 0;
 }
 
 /** The shares a debit of `amount` takes, in consumption order; null when the balance is short. */
 export function planDebit(lots: readonly Lot[], amount: number, except?: string): Share[] | null {
+  return amount === 0 ? [] : sharesFrom(smallestFirst(lots.filter(isSpendable), consumptionOrder), amount, except);
+}
+
+/** Whether a debit may take from the lot: available, with points left. */
+export function isSpendable(lot: Lot): boolean {
+  return lot.status === 'available' && lot.remaining > 0;
+}
+
+/** The shares a debit of `amount` takes from spendable `lots` given in consumption order, sparing lot `except`; null when they hold too few. */
+export function sharesFrom(lots: Iterable<Lot>, amount: number, except?: string): Share[] | null {
   const shares: Share[] = [];
   let left = amount;
   if (left === 0) return shares;
-  for (const lot of smallestFirst(lots.filter((l) => l.status === 'available' && l.remaining > 0 && l.transactionId !== except), consumptionOrder)) {
+  for (const lot of lots) {
+    if (lot.transactionId === except) continue;
     const taken = Math.min(left, lot.remaining);
     shares.push({ transaction_id: lot.transactionId, amount: taken });
     left -= taken;
@@ -194,11 +210,16 @@ export function noticeLot(lots: readonly Lot[], transactionId: string): Lot[] {
 export function planReversal(lots: readonly Lot[], transactionId: string, amount: number): ReversalPlan | ReversalRefusal {
   const lot = lots.find((l) => l.transactionId === transactionId);
   if (!lot) throw new Error(`no lot ${transactionId}`);
+  return reversalOf(lot, amount, (rest) => planDebit(lots, rest, transactionId));
+}
+
+/** `planReversal` of the credit whose lot is `lot`, the rest planned by `planRest` (a debit that spares that lot). */
+export function reversalOf(lot: Lot, amount: number, planRest: (rest: number) => Share[] | null): ReversalPlan | ReversalRefusal {
   if (amount > lot.amount - lot.reversed) return 'reversal_exceeds_credit';
   const fromLot = Math.min(amount, lot.remaining);
   const fromExpired = Math.min(amount - fromLot, lot.expired);
   const rest = amount - fromLot - fromExpired;
-  const fromBalance = rest === 0 ? [] : planDebit(lots, rest, transactionId);
+  const fromBalance = rest === 0 ? [] : planRest(rest);
   if (fromBalance === null) return 'insufficient_points';
   return { fromLot, fromExpired, fromBalance };
 }
@@ -232,7 +253,7 @@ export function dueWork(lots: readonly Lot[], now: Date, noticeDays: number): Du
   // horizon as ISO text, as instants are here, so no date is made per lot (every decision lists a
   // customer's due work, and a date made for each of its expiring lots was most of an earn's
   // decision: 2 ms with 1,000 such lots).
-  const noticeHorizon = new Date(now.getTime() + noticeDays * DAY_MS).toISOString();
+  const horizon = noticeHorizon(now, noticeDays);
   const work: DueWork[] = [];
   for (const lot of lots) {
     if (lot.status === 'pending' && lot.availableAt !== null && lot.availableAt <= at) {
@@ -243,10 +264,21 @@ export function dueWork(lots: readonly Lot[], now: Date, noticeDays: number): Du
       work.push({ kind: 'expire', transactionId: lot.transactionId, at: lot.expiresAt });
       continue;
     }
-    if (!lot.noticed && lot.expiresAt <= noticeHorizon) work.push({ kind: 'notice', transactionId: lot.transactionId, at: noticeDue(lot.expiresAt, noticeDays) });
+    if (!lot.noticed && lot.expiresAt <= horizon) work.push({ kind: 'notice', transactionId: lot.transactionId, at: noticeDue(lot.expiresAt, noticeDays) });
   }
-  const rank = { release: 0, notice: 1, expire: 2 } as const;
-  return work.sort((a, b) => (a.at !== b.at ? (a.at < b.at ? -1 : 1) : rank[a.kind] - rank[b.kind]));
+  return work.sort(dueOrder);
+}
+
+/** The latest expiry (ISO) whose `points.expiring` notice is due at `now`. */
+export function noticeHorizon(now: Date, noticeDays: number): string {
+  return new Date(now.getTime() + noticeDays * DAY_MS).toISOString();
+}
+
+const RANK = { release: 0, notice: 1, expire: 2 } as const;
+
+/** Due order: by instant, and at one instant a release before a notice before an expiry (stable beyond that). */
+export function dueOrder(a: DueWork, b: DueWork): number {
+  return a.at !== b.at ? (a.at < b.at ? -1 : 1) : RANK[a.kind] - RANK[b.kind];
 }
 
 /** The earliest expiry among lots with points left (pending included), amounts of that instant summed. */

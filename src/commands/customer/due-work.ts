@@ -6,7 +6,7 @@
 import type { TierDefinition } from '../../events/program-events.js';
 import type { TierSnapshot } from '../../events/customer-events.js';
 import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
-import { type DueWork, noticeDue } from '../../events/lots.js';
+import type { DueWork } from '../../events/lots.js';
 import { dueTransactionId } from './due-ids.js';
 import { addDays, type DowngradePlan, nextDowngrade } from './rolling-tiers.js';
 
@@ -32,22 +32,9 @@ export function plannedDowngrade(state: CustomerState, policy: LifecyclePolicy):
  * release, expiring notice, expiry and rolling downgrade. The scheduler's index and the decider agree.
  */
 export function nextDueAt(state: CustomerState, policy: LifecyclePolicy): string | null {
-  let next: string | null = null;
-  const consider = (at: string | null) => {
-    if (at !== null && (next === null || at < next)) next = at;
-  };
-  // Notices fall due a fixed time before their expiry: the earliest is the earliest unnoticed
-  // expiry's, one date made for all (not one per lot: every decision asks).
-  let unnoticed: string | null = null;
-  for (const lot of state.lots.timedLots()) {
-    if (lot.status === 'pending') consider(lot.availableAt);
-    if (lot.remaining === 0 || lot.expiresAt === null) continue;
-    consider(lot.expiresAt);
-    if (!lot.noticed && (unnoticed === null || lot.expiresAt < unnoticed)) unnoticed = lot.expiresAt;
-  }
-  if (unnoticed !== null) consider(noticeDue(unnoticed, policy.settings.expiring_notice_days));
-  consider(plannedDowngrade(state, policy)?.at ?? null);
-  return next;
+  const lots = state.lots.nextDue(policy.settings.expiring_notice_days);
+  const downgrade = plannedDowngrade(state, policy)?.at ?? null;
+  return lots === null || (downgrade !== null && downgrade < lots) ? downgrade : lots;
 }
 
 /** The events of the work due at `lifecycle.now`, in due order ([] when nothing is due), and the state they lead to. */

@@ -1,25 +1,47 @@
 import { List, Map as ImmutableMap } from 'immutable';
 import {
   applyReversal,
+  consumptionOrder,
   creditLot,
   type DueWork,
-  dueWork,
+  dueOrder,
   expireLot,
+  isSpendable,
   type Lot,
   type NewLot,
+  noticeDue,
+  noticeHorizon,
   noticeLot,
-  planDebit,
-  planReversal,
+  oldestFirst,
   releaseLot,
   returnShares,
+  reversalOf,
   type ReversalPlan,
   type ReversalRefusal,
   type Share,
+  sharesFrom,
   takeShares,
 } from '../../events/lots.js';
 import { fnv1a } from '../../string-hash.js';
-import { PositionSet } from './position-set.js';
+import { type LotChange, LotOrder, type LotOrderKind } from './lot-order.js';
 import { type CreditSeries, NO_CREDITS, withCredit } from './rolling-tiers.js';
+
+/** The orders of the lots with due work ahead (see `LotLedger`). */
+interface DueOrders {
+  releases: LotOrder;
+  expiries: LotOrder;
+  notices: LotOrder;
+}
+
+/** Spendable lots in consumption order; due work by its instant, then oldest first (as consumption order breaks ties). */
+const SPENDABLE: LotOrderKind = { holds: isSpendable, compare: consumptionOrder };
+const RELEASES: LotOrderKind = {
+  holds: (lot) => lot.status === 'pending' && lot.availableAt !== null,
+  compare: (a, b) => (a.availableAt !== b.availableAt ? (a.availableAt! < b.availableAt! ? -1 : 1) : oldestFirst(a, b)),
+};
+// With an expiry each, consumption order is by expiry, then oldest first.
+const EXPIRIES: LotOrderKind = { holds: (lot) => lot.remaining > 0 && lot.expiresAt !== null, compare: consumptionOrder };
+const NOTICES: LotOrderKind = { holds: (lot) => lot.remaining > 0 && lot.expiresAt !== null && !lot.noticed, compare: consumptionOrder };
 
 /**
  * A customer's lots (CONTRACT.md §13) as the decider folds them: every lot ever made, in the order
@@ -28,22 +50,26 @@ import { type CreditSeries, NO_CREDITS, withCredit } from './rolling-tiers.js';
  * customer with 100,000 credits earns as fast as a new one (an array copied per event made that
  * O(n), and a long history O(n²)).
  *
- * The rules stay in src/events/lots.ts: each operation takes the few lots an event names (or the open ones a
- * plan needs), applies the pure function to them, and puts the changed lots back. A lot keeps its
- * position (the order made) for good: `lots` holds them by position, `positions` finds one by id,
- * and two sets of positions keep the per-command work to the lots that can still change:
- * - `open`: lots with points left or pending — what a debit plans from;
- * - `timed`: open lots that are pending or have an expiry — the only ones with due work.
- * A spent, expired or fully reversed lot leaves both (a cancelled redemption's return, or nothing,
- * brings it back), and stays in `lots` for reversals, rolling tiers and audits.
+ * The rules stay in src/events/lots.ts: each operation takes the few lots an event names, applies
+ * the pure function to them, and puts the changed lots back. A lot keeps its position (the order
+ * made) for good: `lots` holds them by position, `positions` finds one by id, and sorted orders of
+ * them (`LotOrder`) keep a decision's work to the few lots at their fronts, O(log n) each:
+ * - `releases`, pending lots by when they become available; `expiries`, lots with points left and
+ *   an expiry, by it; `notices`, those of them not noticed yet: a customer's due work, and when the
+ *   next falls due, are at their fronts (lots.ts `dueWork` defines the work; a property test
+ *   compares);
+ * - `spendable`, in consumption order: a debit takes from its front (built on the first debit).
+ * A spent, expired or fully reversed lot leaves them (a cancelled redemption's return brings it
+ * back), and stays in `lots` for reversals, rolling tiers and audits.
  *
  * Memory is per lot, for as long as a customer's state is held (the state cache keeps thousands):
- * a List slot and two bits besides the lot itself, and an id's entry in a persistent Map (about
- * 80 bytes) once the ledger was searched by id (`#positions`), where an OrderedMap of lots and two
- * OrderedSets of ids took about 340 (docs/performance.md, "Memory under a steady load"). A customer
- * that only earns, revived from its snapshot, holds about 273 bytes a lot, its strings included
- * (416 with the Map; measured with --expose-gc, session of 2026-11-29). A customer in rolling tier
- * mode holds two numbers a lot more (`credits()`: 16–24 bytes).
+ * a List slot besides the lot itself, a tree slot in each order that holds it, and an id's entry in
+ * a persistent Map (about 80 bytes) once the ledger was searched by id (`#positions`), where an
+ * OrderedMap of lots and two OrderedSets of ids took about 340 (docs/performance.md, "Memory under
+ * a steady load"). A customer that only earns, revived from its snapshot, holds about 273 bytes a
+ * lot, its strings included (416 with the Map; measured with --expose-gc, session of 2026-11-29);
+ * one whose lots expire about 345 (317 before the due orders). A customer in rolling tier mode
+ * holds two numbers a lot more (`credits()`: 16–24 bytes).
  */
 export class LotLedger {
   /**
@@ -62,18 +88,33 @@ export class LotLedger {
    */
   #credits: CreditSeries | undefined;
 
+  /**
+   * The spendable lots in consumption order: built on the first debit planned on this ledger or
+   * the ones it was made from, and carried to every ledger made from it after (a customer that
+   * only earns never needs it). A memo too.
+   */
+  #spendable: LotOrder | undefined;
+
+  /**
+   * The orders of the lots with due work ahead. Derived from the lots, so an ES private field too:
+   * two ledgers of the same lots are equal whatever shape their trees took.
+   */
+  readonly #due: DueOrders;
+
   private constructor(
     private readonly lots: List<Lot>,
     positions: Positions | undefined,
-    private readonly open: PositionSet,
-    private readonly timed: PositionSet,
+    due: DueOrders,
     credits: CreditSeries | undefined,
+    spendable: LotOrder | undefined,
   ) {
     this.#positions = positions;
     this.#credits = credits;
+    this.#spendable = spendable;
+    this.#due = due;
   }
 
-  static readonly EMPTY = new LotLedger(List(), undefined, PositionSet.EMPTY, PositionSet.EMPTY, undefined);
+  static readonly EMPTY = new LotLedger(List(), undefined, { releases: LotOrder.empty(RELEASES), expiries: LotOrder.empty(EXPIRIES), notices: LotOrder.empty(NOTICES) }, undefined, undefined);
 
   /** From lots in the order made (each id once). */
   static of(lots: Iterable<Lot>): LotLedger {
@@ -109,11 +150,6 @@ export class LotLedger {
     return (this.#credits = credits);
   }
 
-  /** Lots with points left or pending (in the order made; callers sort). */
-  openLots(): Lot[] {
-    return this.lotsOf(this.open);
-  }
-
   credit(lot: NewLot): LotLedger {
     return this.put(creditLot([], lot), true);
   }
@@ -143,26 +179,45 @@ export class LotLedger {
     return this.put(applyReversal(this.named(ids), transactionId, plan));
   }
 
-  /** The shares a debit of `amount` takes, in consumption order; null when the balance is short. */
+  /** The shares a debit of `amount` takes, in consumption order, sparing lot `except`; null when the balance is short (lots.ts `planDebit`). */
   planDebit(amount: number, except?: string): Share[] | null {
-    return planDebit(this.openLots(), amount, except);
+    if (amount === 0) return [];
+    const spendable = (this.#spendable ??= LotOrder.empty(SPENDABLE).with(this.lots.map((after) => ({ before: undefined, after })).toArray()));
+    return sharesFrom(spendable.lots(), amount, except);
   }
 
   planReversal(transactionId: string, amount: number): ReversalPlan | ReversalRefusal {
-    const position = positionIn(this.lots, this.index(), transactionId);
-    const lot = position === undefined ? undefined : this.lots.get(position);
-    const lots = lot && !this.open.has(position!) ? [lot, ...this.openLots()] : this.openLots();
-    return planReversal(lots, transactionId, amount);
+    const lot = this.get(transactionId);
+    if (!lot) throw new Error(`no lot ${transactionId}`);
+    return reversalOf(lot, amount, (rest) => this.planDebit(rest, transactionId));
   }
 
-  /** The work due at `now`, in due order (see lots.ts `dueWork`). */
+  /** The work due at `now`, in due order (what lots.ts `dueWork` lists: a property test compares). */
   dueWork(now: Date, noticeDays: number): DueWork[] {
-    return this.timed.size === 0 ? [] : dueWork(this.lotsOf(this.timed), now, noticeDays);
+    const { releases, expiries, notices } = this.#due;
+    if (releases.size + expiries.size + notices.size === 0) return [];
+    const at = now.toISOString();
+    const horizon = noticeHorizon(now, noticeDays);
+    const work: DueWork[] = [];
+    for (const lot of releases.lots((l) => l.availableAt! <= at)) {
+      work.push({ kind: 'release', transactionId: lot.transactionId, at: lot.availableAt! });
+    }
+    for (const lot of expiries.lots((l) => l.expiresAt! <= at)) {
+      work.push({ kind: 'expire', transactionId: lot.transactionId, at: lot.expiresAt! });
+    }
+    for (const lot of notices.lots((l) => l.expiresAt! <= horizon)) {
+      // Expiring now, it expires instead (listed above).
+      if (lot.expiresAt! > at) work.push({ kind: 'notice', transactionId: lot.transactionId, at: noticeDue(lot.expiresAt!, noticeDays) });
+    }
+    return work.sort(dueOrder);
   }
 
-  /** Open lots that have due work ahead: pending, or with points and an expiry. */
-  timedLots(): Lot[] {
-    return this.lotsOf(this.timed);
+  /** When the lots' next due work falls due (ISO): the earliest release, expiry or expiring notice; null when none will. */
+  nextDue(noticeDays: number): string | null {
+    const { releases, expiries, notices } = this.#due;
+    const unnoticed = notices.first()?.expiresAt;
+    const candidates = [releases.first()?.availableAt ?? null, expiries.first()?.expiresAt ?? null, unnoticed ? noticeDue(unnoticed, noticeDays) : null];
+    return candidates.reduce<string | null>((next, at) => (at !== null && (next === null || at < next) ? at : next), null);
   }
 
   /** A snapshot holds the lots in the order made, each as a `StoredLot`. */
@@ -179,10 +234,6 @@ export class LotLedger {
     });
   }
 
-  private lotsOf(set: PositionSet): Lot[] {
-    return set.positions().map((position) => this.lots.get(position)!);
-  }
-
   /** The positions by id hash, built now if no lookup by id was made on this ledger or the ones it was made from. */
   private index(): Positions {
     if (this.#positions) return this.#positions;
@@ -195,20 +246,19 @@ export class LotLedger {
 
   /**
    * Puts changed lots back, or new ones (`fresh`: credits, whose ids are new) at the next
-   * positions, moving each in or out of the indexes.
+   * positions, moving each in or out of the orders.
    */
   private put(changed: readonly Lot[], fresh = false): LotLedger {
     if (changed.length === 0) return this;
-    let { lots, open, timed } = this;
+    let lots = this.lots;
     let positions = fresh ? this.#positions : this.index();
     let credits = this.#credits;
     const batch = changed.length > 1;
     if (batch) {
       lots = lots.asMutable();
       positions = positions?.asMutable();
-      open = open.asMutable();
-      timed = timed.asMutable();
     }
+    const changes: LotChange[] = [];
     for (const lot of changed) {
       let position = fresh ? undefined : positionAmong(lots, positions!.get(idHash(lot.transactionId)), lot.transactionId);
       if (position === undefined) {
@@ -216,20 +266,20 @@ export class LotLedger {
         lots = lots.push(lot);
         if (positions) positions = addPosition(positions, lot.transactionId, position);
         if (credits) credits = withCredit(credits, Date.parse(lot.createdAt), lot.amount - lot.reversed);
+        changes.push({ before: undefined, after: lot });
       } else {
         const before = lots.get(position)!;
         if (credits && (before.amount - before.reversed !== lot.amount - lot.reversed || before.createdAt !== lot.createdAt)) credits = undefined;
         lots = lots.set(position, lot);
+        changes.push({ before, after: lot });
       }
-      const isOpen = lot.remaining > 0 || lot.status === 'pending';
-      open = open.with(position, isOpen);
-      timed = timed.with(position, isOpen && (lot.status === 'pending' || lot.expiresAt !== null));
     }
-    return batch
-      ? new LotLedger(lots.asImmutable(), positions?.asImmutable(), open.asImmutable(), timed.asImmutable(), credits)
-      : new LotLedger(lots, positions, open, timed, credits);
+    const { releases, expiries, notices } = this.#due;
+    const due = { releases: releases.with(changes), expiries: expiries.with(changes), notices: notices.with(changes) };
+    return new LotLedger(batch ? lots.asImmutable() : lots, batch ? positions?.asImmutable() : positions, due, credits, this.#spendable?.with(changes));
   }
 }
+
 
 type Positions = ImmutableMap<number, number | readonly number[]>;
 
