@@ -197,6 +197,7 @@ describe('LotLedger: the credits rolling qualification counts', () => {
           const expected = ledger.values().map((l) => [Date.parse(l.createdAt), l.amount - l.reversed]);
           const credits = ledger.credits();
           expect(series(credits)).toEqual(expected);
+          expect(credits.sums.slice(0, credits.length + 1)).toEqual(expected.reduce((sums, [, amount]) => [...sums, sums.at(-1)! + amount!], [0]));
           expect(credits.ordered).toBe(expected.every(([t], i) => i === 0 || t! >= expected[i - 1]![0]!));
         }
       }),

@@ -41,16 +41,26 @@ describe('rolling tiers: the next downgrade', () => {
     expect(nextDowngrade(creditSeries([]), 30, 0, iso(T0), TIERS)).toBeNull();
   });
 
+  it('is the first instant below the threshold when a negative adjust leaving lifts the points again after it', () => {
+    // 350 points from day 3 on; 300 once the first credit leaves (day 10), 200 once the second does
+    // (day 11: below 250), 500 once the negative adjust does, 0 at last. The first drop counts.
+    const credits = [50, 100, -300, 500].map((amount, day) => ({ at: iso(T0 + day * DAY), amount }));
+    expect(nextDowngrade(creditSeries(credits), 10, 250, iso(T0 + 4 * DAY), TIERS)).toEqual({ at: iso(T0 + 11 * DAY), qualifying: 200, tier: TIERS[0] });
+    expect(slowNextDowngrade(credits, 10, 250, iso(T0 + 4 * DAY))).toEqual({ at: iso(T0 + 11 * DAY), qualifying: 200, tier: TIERS[0] });
+  });
+
   it('agrees with summing every credit again at every instant, for any credits, reversals and negative adjusts', () => {
     const credit = fc.record({ day: fc.integer({ min: 0, max: 120 }), ms: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: DAY - 1 })), amount: fc.integer({ min: -300, max: 600 }) });
     fc.assert(
       fc.property(
         fc.array(credit, { maxLength: 40 }),
+        // Half the histories without a negative amount: their drop below the threshold is found by binary search.
+        fc.boolean(),
         fc.integer({ min: 1, max: 60 }),
         fc.integer({ min: 0, max: 1_000 }),
         fc.integer({ min: 0, max: 150 }),
-        (raw, windowDays, threshold, notBeforeDay) => {
-          const credits = raw.map((c) => ({ at: iso(T0 + c.day * DAY + c.ms), amount: c.amount }));
+        (raw, nonNegative, windowDays, threshold, notBeforeDay) => {
+          const credits = raw.map((c) => ({ at: iso(T0 + c.day * DAY + c.ms), amount: nonNegative ? Math.abs(c.amount) : c.amount }));
           const notBefore = iso(T0 + notBeforeDay * DAY);
           expect(nextDowngrade(creditSeries(credits), windowDays, threshold, notBefore, TIERS)).toEqual(slowNextDowngrade(credits, windowDays, threshold, notBefore));
         },

@@ -69,7 +69,7 @@ const NOTICES: LotOrderKind = { holds: (lot) => lot.remaining > 0 && lot.expires
  * a steady load"). A customer that only earns, revived from its snapshot, holds about 273 bytes a
  * lot, its strings included (416 with the Map; measured with --expose-gc, session of 2026-11-29);
  * one whose lots expire about 345 (317 before the due orders). A customer in rolling tier mode
- * holds two numbers a lot more (`credits()`: 16–24 bytes).
+ * holds three numbers a lot more (`credits()`: times, amounts and their running sums, 24–32 bytes).
  */
 export class LotLedger {
   /**
