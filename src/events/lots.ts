@@ -246,6 +246,8 @@ export function applyReversal(lots: readonly Lot[], transactionId: string, plan:
  * The work due on the lots at `now`: releases (pending lots whose `availableAt` has come),
  * expiring notices (`noticeDays` before expiry, once per lot with points left) and expiries, in
  * due order (a release before an expiry of the same instant, so nothing spendable is skipped).
+ * The rule as a pass over the lots: a customer's state answers it from its sorted orders instead
+ * (`LotLedger.dueWork`), and a property test holds the two equal.
  */
 export function dueWork(lots: readonly Lot[], now: Date, noticeDays: number): DueWork[] {
   const at = now.toISOString();
