@@ -7,6 +7,9 @@
  * `points_expiry_days` to 365, and sends one customer earns of 1 point over 32 connections in
  * back-to-back windows: each earn makes a lot that expires, so every window starts with more. It
  * prints each window's earns per second and p99, and the lots the customer holds after it.
+ * HOT_EXPIRING_ROLLING=1 also qualifies tiers over a rolling year, with one tier of 10 points the
+ * customer reaches at once: every earn then also counts the window's credits and plans the next
+ * downgrade.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +30,9 @@ async function main(): Promise<void> {
     const keys = await initStore(store, root);
     server = await ServerProcess.start({ store, processes: 'default', root, logFile: path.join(os.tmpdir(), `hot-expiring-${db}.log`) });
     const api = new Api(server.url, keys.private_key);
-    await api.expect(200, 'PATCH', '/api/v1/program', { points_expiry_days: 365 });
+    const rolling = process.env.HOT_EXPIRING_ROLLING === '1';
+    await api.expect(200, 'PATCH', '/api/v1/program', { points_expiry_days: 365, ...(rolling ? { tier_qualification: { mode: 'rolling', window_days: 365 } } : {}) });
+    if (rolling) await api.expect(201, 'POST', '/api/v1/tiers', { name: 'Member', points_threshold: 10, multiplier: 1 });
     const [customer] = await api.createCustomers(1, 'hot-expiring');
     for (let w = 1; w <= windows; w++) {
       const result = await earnLoad({ baseUrl: server.url, key: keys.private_key, customers: [customer!], connections: 32, seconds });
