@@ -182,7 +182,7 @@ export class LotLedger {
   /** The shares a debit of `amount` takes, in consumption order, sparing lot `except`; null when the balance is short (lots.ts `planDebit`). */
   planDebit(amount: number, except?: string): Share[] | null {
     if (amount === 0) return [];
-    const spendable = (this.#spendable ??= LotOrder.empty(SPENDABLE).with(this.lots.map((after) => ({ before: undefined, after })).toArray()));
+    const spendable = (this.#spendable ??= LotOrder.of(SPENDABLE, this.lots));
     return sharesFrom(spendable.lots(), amount, except);
   }
 

@@ -39,7 +39,14 @@ export class LotOrder {
   ) {}
 
   static empty(kind: LotOrderKind): LotOrder {
-    return new LotOrder(kind, new BTree(undefined, kind.compare));
+    return LotOrder.of(kind, []);
+  }
+
+  /** The order of those of `lots` it holds. */
+  static of(kind: LotOrderKind, lots: Iterable<Lot>): LotOrder {
+    const tree = new BTree(undefined, kind.compare);
+    for (const lot of lots) if (kind.holds(lot)) tree.set(lot, undefined);
+    return new LotOrder(kind, tree);
   }
 
   get size(): number {
