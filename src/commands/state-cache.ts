@@ -192,8 +192,13 @@ export class StateCache {
     if (!this.remember(stream, entry, before === undefined)) return entry;
     appended.then(
       () => {
-        if (entry.superseded) return;
         const current = this.entries.get(stream);
+        if (entry.superseded) {
+          // Never true, and nothing replaced it (the decision made again wrote nothing to this
+          // stream): let it go, or it would stay marked queued and `get` would wait on it for ever.
+          if (current === entry) this.drop(stream);
+          return;
+        }
         if (current === entry) this.entries.set(stream, { state, revision });
         // A later append of the chain is still queued: its baseline moves up to this commit, or a
         // stream that is never idle would keep the baseline of the chain's start, and every

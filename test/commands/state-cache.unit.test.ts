@@ -54,6 +54,20 @@ describe('state cache: the committed baseline of a stream with queued appends', 
     await settled();
     expect(await cache.baseline('s')).toEqual({ state: { n: 0 }, revision: 0 });
   });
+
+  it('lets go of a superseded state nothing replaced once its append settles (a decision made again that wrote nothing to the stream)', async () => {
+    const cache = new StateCache();
+    cache.set('s', { n: 0 }, 0);
+    const append = queued();
+    const entry = cache.setQueued('s', { n: 1 }, 1, append.appended);
+    // Decided again inside its batch: due work already done by another command, nothing left to append.
+    entry.superseded = true;
+    append.commit();
+    await settled();
+    // Left in memory with its settled append, `get` would wait for it again and again, for ever
+    // (one server process stuck at 100% CPU, found by hand with two deployments on one database).
+    expect(cache.peek('s')).toBeUndefined();
+  });
 });
 
 describe('state cache: bounded by what its states weigh', () => {
