@@ -1,6 +1,4 @@
 import type { Context } from 'hono';
-import { requestId } from 'hono/request-id';
-import { secureHeaders } from 'hono/secure-headers';
 import type { Clock } from '../clock.js';
 import type { Services } from '../services.js';
 import { registerDashboard } from './routes/dashboard-routes.js';
@@ -17,6 +15,7 @@ import { idempotencyStore as createIdempotencyStore } from './middleware/idempot
 import { bodySize } from './middleware/body-size.js';
 import { storableUrl } from './middleware/storable-url.js';
 import { requestLog } from './middleware/request-log.js';
+import { answerHeaders } from './middleware/security-headers.js';
 import { notFoundHandler } from './errors/not-found.js';
 import { createRouter } from './routes/router.js';
 import { customerRoutes } from './routes/customer-routes.js';
@@ -68,7 +67,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   const app = createRouter();
 
   const clock = options.clock ?? services.clock;
-  app.use('*', requestId({ generator: () => services.ids('request') }));
+  app.use('*', answerHeaders(() => services.ids('request')));
   app.use('*', async (c, next) => {
     await next();
     if (options.draining?.() || bodyLeftUnread(c)) c.res.headers.set('Connection', 'close');
@@ -84,7 +83,6 @@ export function createApp(services: Services, options: AppOptions = {}) {
     await next();
   });
   app.use('*', requestLog);
-  app.use('*', secureHeaders({ crossOriginResourcePolicy: false }));
   const ops = registerOps(app, services, options.metrics, options.metricsText, options.stopping);
   app.use('*', ops.measure);
   if (!options.opsOnly) registerApi(app, services, clock);

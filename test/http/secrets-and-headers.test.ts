@@ -89,6 +89,26 @@ describe('secrets and security headers', () => {
       expect(answer.headers.get('x-request-id'), where).toBeTruthy();
       expect(answer.headers.get('x-powered-by'), where).toBeNull();
     }
+    // an answer's own headers go beside them
+    expect(answers[11]!.headers.get('content-type')).toMatch(/^text\/html/);
+    // the bucket's state on every authenticated answer, refusals included
+    for (const answer of [answers[0]!, answers[1]!, answers[4]!, answers[12]!]) expect(answer.headers.get('ratelimit'), answer.text).toMatch(/^"api-key";r=\d+;t=\d+$/);
+    expect(answers[12]!.headers.get('retry-after')).toMatch(/^\d+$/);
+    // CORS on answers to public keys only, refusals included
+    const refusedPublic = await send('GET', '/api/v1/customers', { key: pub });
+    expect(refusedPublic.status).toBe(403);
+    for (const answer of [answers[2]!, refusedPublic]) {
+      expect(answer.headers.get('access-control-allow-origin'), answer.text).toBe('*');
+      expect(answer.headers.get('access-control-expose-headers')).toContain('RateLimit');
+    }
+    expect(answers[0]!.headers.get('access-control-allow-origin')).toBeNull();
+    // a client's own request id is kept when plain, replaced when not
+    const plain = await send('GET', '/healthz', { headers: { 'x-request-id': 'client-trace-42' } });
+    expect(plain.headers.get('x-request-id')).toBe('client-trace-42');
+    for (const sent of ['two words', 'x'.repeat(256), '']) {
+      const replaced = await send('GET', '/healthz', { headers: { 'x-request-id': sent } });
+      expect(replaced.headers.get('x-request-id'), sent).toMatch(/^req_/);
+    }
   };
 
   it('sends the standard security headers on every kind of response', async () => {

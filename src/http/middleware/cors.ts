@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { KEY_PREFIXES } from '../../events/permissions.js';
 import type { AppEnv } from '../env.js';
+import { withAnswerHeaders } from './answer-headers.js';
 
 const ALLOWED_HEADERS = 'X-API-Key, Authorization, Content-Type, Idempotency-Key';
 
@@ -20,13 +21,15 @@ export const preflight = createMiddleware<AppEnv>(async (c, next) => {
 
 /**
  * CORS on every answer to a request that carries a public key, or something that looks like one:
- * refusals included (401, 403, 429), so a browser can read why it was refused.
+ * refusals included (401, 403, 429), so a browser can read why it was refused. (A key is public
+ * only with the public prefix, so what was presented decides before authentication runs.)
  */
-export const publicKeyCors = createMiddleware<AppEnv>(async (c, next) => {
-  await next();
+const CORS_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['Access-Control-Allow-Origin', '*'],
+  ['Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After, RateLimit, RateLimit-Policy'],
+];
+
+export const publicKeyCors = createMiddleware<AppEnv>((c, next) => {
   const presented = `${c.req.header('x-api-key') ?? ''} ${c.req.header('authorization') ?? ''}`;
-  if (c.get('principal')?.type === 'public' || presented.includes(KEY_PREFIXES.public)) {
-    c.res.headers.set('Access-Control-Allow-Origin', '*');
-    c.res.headers.set('Access-Control-Expose-Headers', 'X-Request-Id, Link, Idempotent-Replayed, Retry-After, RateLimit, RateLimit-Policy');
-  }
+  return presented.includes(KEY_PREFIXES.public) ? withAnswerHeaders(c, CORS_HEADERS, next) : next();
 });

@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { errors } from '../../errors.js';
 import type { AppEnv } from '../env.js';
+import { withAnswerHeaders } from './answer-headers.js';
 import type { BucketPolicy, RateLimitStore, Take } from './rate-limit-store.js';
 import type { Clock } from '../../clock.js';
 
@@ -42,7 +43,6 @@ export function rateLimit(tiers: Record<'private' | 'public', RateLimitTier>, cl
       const retryAfterSeconds = Math.max(1, Math.ceil((1 - take.tokens) / policy.rps));
       throw errors.rateLimited(retryAfterSeconds, headers);
     }
-    await next();
-    for (const [header, value] of Object.entries(headers)) c.res.headers.set(header, value);
+    return withAnswerHeaders(c, Object.entries(headers), next);
   });
 }
