@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Permission names (CONTRACT.md §2). */
 export const PERMISSIONS = [
@@ -31,5 +31,5 @@ export function permissionsForNewKey(type: 'private' | 'public', requested: read
 
 /** The only place a key's hash is computed: stored at creation (`ApiKeyCreated.key_hash`), looked up on every request. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }

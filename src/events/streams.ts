@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Stream names (ARCHITECTURE.md "Streams and aggregates"). */
 export const streams = {
@@ -19,5 +19,5 @@ export const streams = {
    * short and carry no personal data; the claim event holds the value itself.
    */
   reservation: (kind: 'email' | 'external_reference' | 'reference', scope: string, value: string) =>
-    `unique-${kind}-${scope}-${createHash('sha256').update(value).digest('hex').slice(0, 32)}`,
+    `unique-${kind}-${scope}-${hash('sha256', value, 'hex').slice(0, 32)}`,
 };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { canonicalJson } from '../json-equality.js';
 
 /** The `prev_hash` of a stream's first event. */
@@ -22,7 +22,5 @@ export interface HashedFields {
  */
 export function eventHash(prevHash: string, fields: HashedFields): string {
   const { prev_hash: _p, hash: _h, ...metadata } = fields.metadata;
-  return createHash('sha256')
-    .update(`${prevHash}\n${canonicalJson({ ...fields, metadata })}`)
-    .digest('hex');
+  return hash('sha256', `${prevHash}\n${canonicalJson({ ...fields, metadata })}`, 'hex');
 }

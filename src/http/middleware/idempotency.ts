@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { ApiError, errors } from '../../errors.js';
@@ -132,9 +132,7 @@ function requestFingerprint(c: Context<AppEnv>): string {
   const url = new URL(c.req.url);
   const path = url.pathname.length > 1 ? url.pathname.replace(/\/$/, '') : url.pathname;
   const query = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256')
-    .update(canonicalJson([c.req.method, path, query, c.get('body') ?? {}]))
-    .digest('hex');
+  return hash('sha256', canonicalJson([c.req.method, path, query, c.get('body') ?? {}]), 'hex');
 }
 
 /** Whether an answer is kept for replay: not 401/403 (authorization runs again), not one that says "retry". */
