@@ -87,6 +87,8 @@ export interface ServerOptions {
   logFile: string;
   /** The checkout whose service runs (default: this one); built already, when it runs from dist/. */
   root?: string;
+  /** A command the server runs under, e.g. `['valgrind', '--tool=callgrind']` (its start may then take minutes). */
+  wrapper?: string[];
 }
 
 /** The service running as its own process (`loyalty serve`), on a free port of 127.0.0.1. */
@@ -108,7 +110,8 @@ export class ServerProcess {
     // Only this start's lines tell its port: a log file may already hold an earlier server's.
     const from = statSync(options.logFile).size;
     const processes = options.processes === 'default' ? [] : ['--processes', String(options.processes ?? 1)];
-    const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes], {
+    const command = [...(options.wrapper ?? []), process.execPath, ...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes];
+    const child = spawn(command[0]!, command.slice(1), {
       cwd: options.root ?? REPO_ROOT,
       env: {
         ...storeEnv(options.store),
@@ -129,14 +132,15 @@ export class ServerProcess {
         resolve(code);
       }),
     );
-    const deadline = Date.now() + 60_000;
+    const startSeconds = options.wrapper ? 600 : 60;
+    const deadline = Date.now() + startSeconds * 1000;
     for (;;) {
       const match = /Listening on (http:\/\/\S+)/.exec((await readFile(options.logFile)).subarray(from).toString('utf8'));
       if (match) return new ServerProcess(child, match[1]!, exited);
       if (exitCode !== undefined) throw new Error(`the server exited with code ${exitCode} before listening; see ${options.logFile}`);
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`the server did not start listening within 60 s; see ${options.logFile}`);
+        throw new Error(`the server did not start listening within ${startSeconds} s; see ${options.logFile}`);
       }
       await new Promise((r) => setTimeout(r, 100));
     }
