@@ -11,7 +11,7 @@
  * one build here; about one run in eight is off by a tenth: run at least two). Instruction counts
  * do not depend on what else the machine is doing, only the time each round takes does (minutes).
  * Needs valgrind (Debian's package) and the local PostgreSQL. WARMUP and REQUESTS (6,000 and 4,000)
- * may be set in the environment.
+ * may be set in the environment; KEEP=1 keeps the temp dir (callgrind's files, the servers' logs).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -64,7 +64,7 @@ async function measure(root: string, tmp: string, label: string): Promise<number
     server = null;
     // The dump writes a file per thread, `<out>.<dump>-<thread>`, the main thread's 01.
     const mainThread = readdirSync(tmp).find((name) => name === `callgrind.${label}.1-01`);
-    if (!mainThread) throw new Error(`no callgrind dump of the main thread among ${readdirSync(tmp).join(", ")}`);
+    if (!mainThread) throw new Error(`no callgrind dump of the main thread among ${readdirSync(tmp).join(', ')}`);
     const totals = /^totals:\s+(\d+)/m.exec(readFileSync(path.join(tmp, mainThread), 'utf8'));
     if (!totals) throw new Error(`no totals line in ${mainThread}`);
     return Number(totals[1]) / requests;

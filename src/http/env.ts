@@ -30,6 +30,8 @@ export interface AppEnv {
     idempotencyStore: IdempotencyStore;
     /** The parsed JSON request body (json-body middleware); undefined when the request has none. */
     body: unknown;
+    /** True when the answer is an earlier one's, replayed under its Idempotency-Key (idempotency middleware). */
+    replayed: boolean;
     /** The request's claimed Idempotency-Key (idempotency middleware); undefined without one. */
     idempotency: IdempotentRequest | undefined;
   };

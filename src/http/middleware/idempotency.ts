@@ -117,6 +117,7 @@ function answerInstead(c: Context<AppEnv>, response: Response): void {
 
 /** The stored answer, marked as a replay. */
 function replay(c: Context<AppEnv>, response: StoredResponse): Response {
+  c.set('replayed', true);
   const headers = new Headers(response.headers);
   headers.set('Idempotent-Replayed', 'true');
   headers.set('X-Request-Id', c.get('requestId'));

@@ -168,9 +168,7 @@ export function createMetrics(services: OpsServices): Metrics {
     requestDuration.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
     requestsByProcess.inc({ pid });
     if (c.res.status === 429) rateLimited.inc();
-    // Only a request with a key is replayed; asking any other answer for a header would build its
-    // `Headers` object and cost it the adapter's fast path (see `withAnswerHeaders`).
-    if (c.req.header('idempotency-key') !== undefined && c.res.headers.get('Idempotent-Replayed') === 'true') replays.inc();
+    if (c.get('replayed')) replays.inc();
   });
   return { registry, measure };
 }
