@@ -23,7 +23,7 @@ export interface LifecycleMeasurement {
   /** Lots expired per second, from the due instant (or the moment the index held them all, if later) to the last expiry. */
   expiredPerSecond: number;
   expirySeconds: number;
-  /** Whether every lot expired exactly once (one PointsExpired per lot, none twice). */
+  /** Whether every lot expired exactly once (named by one PointsExpired, none twice). */
   exactlyOnce: boolean;
   /** Earns/s of the same load before the expiry run, and while it ran (earns recorded in its window). */
   earnsBefore: number;
@@ -101,9 +101,9 @@ export async function measureLifecycle(
     const from = new Date(Math.max(dueAt.getTime(), indexed.getTime()));
     const window = await withClient(async (c) => {
       const { rows } = await c.query<{ first: Date; last: Date; n: string; lots: string; counted: string }>(
-        `select min(recorded_at) as first, max(recorded_at) as last, count(*) as n, count(distinct data->>'lot_transaction_id') as lots,
-                count(*) filter (where recorded_at >= $1) as counted
-           from events where type = 'PointsExpired'`,
+        `select min(e.recorded_at) as first, max(e.recorded_at) as last, count(*) as n, count(distinct l->>'transaction_id') as lots,
+                count(*) filter (where e.recorded_at >= $1) as counted
+           from events e cross join lateral jsonb_array_elements(e.data->'lots') l where e.type = 'PointsExpired'`,
         [from],
       );
       const w = rows[0]!;
@@ -228,7 +228,7 @@ async function waitForExpiries(dbName: string, lots: number, timeoutSeconds: num
     let after = '0';
     for (;;) {
       const { rows } = await c.query<{ n: string; last: string | null }>(
-        `select count(*) filter (where type = 'PointsExpired') as n, max(global_position)::text as last
+        `select coalesce(sum(jsonb_array_length(data->'lots')) filter (where type = 'PointsExpired'), 0) as n, max(global_position)::text as last
            from events where global_position > $1`,
         [after],
       );

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EVENT_VERSION, EventCatalogue, type EventType } from '../../src/events/catalogue.js';
+import { EventCatalogue, type EventType, eventVersion } from '../../src/events/catalogue.js';
 import { EventDescriptions, MetadataDescriptions } from '../../src/events/event-descriptions.js';
 import { EventMetadataSchema } from '../../src/events/metadata.js';
 
@@ -126,8 +126,9 @@ An event has a \`type\` (below), a \`stream_id\` and its \`stream_position\` in 
 every event). \`GET /api/v1/customers/{id}/stream\` shows a customer's stream; the read models
 (docs/read-models.md) are projections of these events and can be rebuilt from them.
 
-Stored events are never rewritten. Every event type is at version ${EVENT_VERSION}; a later version of a
-type would get an upcaster in src/events/catalogue.ts.
+Stored events are never rewritten. Each type below names its current version: events written at an
+earlier one are upcast as they are read (\`UPCASTERS\` in src/events/decode.ts), so every reader sees
+the current shape. The \`event_version\` of the metadata says which version an event was written at.
 
 ## Metadata (every event)
 `);
@@ -139,7 +140,7 @@ type would get an upcaster in src/events/catalogue.ts.
   }
   for (const type of types) {
     const { stream, description, fields } = EventDescriptions[type];
-    out.push(`\n### ${type}\n\n${description}\n\n- Stream: \`${stream}\`\n- Version: ${EVENT_VERSION}\n`);
+    out.push(`\n### ${type}\n\n${description}\n\n- Stream: \`${stream}\`\n- Version: ${eventVersion(type)}\n`);
     out.push(fieldTable(fieldRows(jsonSchemaOf(EventCatalogue[type]), fields ?? {})));
   }
   return `${out.join('\n').trimEnd()}\n`;

@@ -1,4 +1,4 @@
-import { EVENT_VERSION, type DomainEvent } from '../events/catalogue.js';
+import { type DomainEvent, eventVersion } from '../events/catalogue.js';
 import { decode } from '../events/decode.js';
 import type { CommandContext } from '../events/metadata.js';
 import type { IdGenerator } from '../ids.js';
@@ -100,7 +100,7 @@ export function withMetadata(events: DomainEvent[], ctx: CommandContext, ids: Id
       data: event.data,
       metadata: {
         event_id: id,
-        event_version: EVENT_VERSION,
+        event_version: eventVersion(event.type),
         business_id: ctx.businessId,
         recorded_at: ctx.now.toISOString(),
         actor: ctx.actor,

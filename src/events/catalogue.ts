@@ -8,8 +8,9 @@ import { RewardEvents } from './reward-events.js';
 import { WebhookEvents } from './webhook-events.js';
 
 /**
- * Every event type the service writes, with the zod schema of its data. The current version of
- * each is 1; a later version gets an upcaster here, and stored events are never rewritten.
+ * Every event type the service writes, with the zod schema of its data at its current version
+ * (`eventVersion`); data written at an earlier version is upcast as it is read (src/events/decode.ts),
+ * and stored events are never rewritten.
  */
 export const EventCatalogue = {
   ...BusinessEvents,
@@ -21,9 +22,18 @@ export const EventCatalogue = {
   ...WebhookEvents,
 };
 
-export const EVENT_VERSION = 1;
-
 export type EventType = keyof typeof EventCatalogue;
+
+/** The types whose data changed shape since their version 1, at their current version. */
+export const EVENT_VERSIONS: { readonly [T in EventType]?: number } = {
+  // 2: one event for all the lots of a customer expiring at one instant (`lots`), not one per lot.
+  PointsExpired: 2,
+};
+
+/** The current version of a type's data: what new events are written at. */
+export function eventVersion(type: EventType): number {
+  return EVENT_VERSIONS[type] ?? 1;
+}
 export type EventData<T extends EventType> = z.infer<(typeof EventCatalogue)[T]>;
 
 /** A domain event as deciders produce it: a tagged union over the catalogue. */

@@ -131,10 +131,12 @@ export const CustomerEvents = {
     amount: z.number().int(),
     expires_at: z.string(),
   }),
-  /** A lot's remaining points expired (ledger type `expire`). */
+  /** The remaining points of a customer's lots that expire at one instant expired (one ledger line, type `expire`). */
   PointsExpired: z.object({
     transaction_id: z.string(),
-    lot_transaction_id: z.string(),
+    /** Each lot and its remaining points, in consumption order (0 only in a version 1 event of a lot with none left). */
+    lots: z.array(LotShareSchema.extend({ amount: z.number().int().nonnegative() })).min(1),
+    /** The lots' points together. */
     amount: z.number().int(),
     balance: z.number().int(),
     expired_at: z.string(),

@@ -1,18 +1,22 @@
-import { type EventData, type EventType, EVENT_VERSION, EventCatalogue } from './catalogue.js';
+import { type EventData, type EventType, EventCatalogue, eventVersion } from './catalogue.js';
 
 /** Turns an event's data as written at one version into the next version's shape. */
 export type Upcaster = (data: unknown) => unknown;
 
 /**
  * Where a changed event type keeps its past: `UPCASTERS[type][v]` turns data written at version `v`
- * into version `v + 1`'s. Reading applies them in turn up to `EVENT_VERSION`, then parses; stored
- * events are never rewritten. Empty while every event type is at version 1.
- *
- * @example
- * // PointsEarned v2 renamed `description` to `note`:
- * // PointsEarned: { 1: (d) => { const { description, ...rest } = d as { description: string | null }; return { ...rest, note: description }; } }
+ * into version `v + 1`'s. Reading applies them in turn up to the type's `eventVersion`, then
+ * parses; stored events are never rewritten.
  */
-export const UPCASTERS: { [T in EventType]?: Readonly<Record<number, Upcaster>> } = {};
+export const UPCASTERS: { [T in EventType]?: Readonly<Record<number, Upcaster>> } = {
+  PointsExpired: {
+    // v1 expired one lot; v2 names every lot of the customer that expired at the instant.
+    1: (data) => {
+      const { lot_transaction_id, ...rest } = data as { lot_transaction_id: string; amount: number };
+      return { ...rest, lots: [{ transaction_id: lot_transaction_id, amount: rest.amount }] };
+    },
+  },
+};
 
 /** An event read from the log whose `type` and `data` were decoded; the envelope `E` keeps its other fields. */
 export type Decoded<E extends { type: string }> = { [T in EventType]: Omit<E, 'type' | 'data'> & { type: T; data: EventData<T> } }[EventType];
@@ -33,9 +37,9 @@ export function isCatalogued(type: string): type is EventType {
 }
 
 /** Data of `type` written at `version`, upcast to the current version and parsed with its schema. */
-export function decodeData<T extends EventType>(type: T, data: unknown, version: number = EVENT_VERSION): EventData<T> {
+export function decodeData<T extends EventType>(type: T, data: unknown, version: number = eventVersion(type)): EventData<T> {
   let current = data;
-  for (let v = version; v < EVENT_VERSION; v++) {
+  for (let v = version, to = eventVersion(type); v < to; v++) {
     const upcast = UPCASTERS[type]?.[v];
     if (!upcast) throw new UndecodableEvent(type, version, `no upcaster from version ${v}`);
     current = upcast(current);

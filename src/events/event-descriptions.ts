@@ -173,13 +173,16 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
   },
   PointsExpired: {
     stream: 'customer-{customer_id}',
-    description: 'Due work: a lot\'s remaining points expired (ledger type `expire`): they leave the balance and count in lifetime_expired.',
+    description:
+      'Due work: the remaining points of the customer\'s lots that expire at one instant expired (one ledger line, type `expire`): they leave the balance (pending lots\' leave `pending`) and count in lifetime_expired. Version 1 named one lot (`lot_transaction_id`); it reads as version 2 with that lot alone in `lots`.',
     fields: {
-      transaction_id: 'The ledger line: `txn_` + UUIDv5 of lot, kind and due instant (and a count when the lot expires again after a cancelled redemption gave points back).',
-      lot_transaction_id: 'The lot that expired.',
-      amount: 'Points expired.',
+      transaction_id: 'The ledger line: `txn_` + UUIDv5 of the first lot, kind and due instant (and a count when that lot expires again after a cancelled redemption gave points back).',
+      lots: 'Each lot with the points it lost, in consumption order.',
+      'lots[].transaction_id': 'The lot: the id of the credit that made it.',
+      'lots[].amount': 'Its remaining points, which expired (0 only in a version 1 event of a lot with none left).',
+      amount: 'Points expired: the lots\' together.',
       balance: 'The balance right after this event.',
-      expired_at: 'The lot\'s expires_at.',
+      expired_at: 'The lots\' expires_at.',
     },
   },
   PointsReversed: {
@@ -277,7 +280,7 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
 /** What each metadata field means (every event carries all of them). */
 export const MetadataDescriptions: Record<keyof EventMetadata, string> = {
   event_id: 'Unique id of the stored event (UUID).',
-  event_version: 'Version of the event type\'s data schema (currently 1 for all).',
+  event_version: 'Version of the event type\'s data schema it was written at (each type\'s current version is under it below).',
   business_id: 'The business (tenant) the event belongs to.',
   recorded_at: 'When the event was written (ISO 8601, UTC).',
   actor: 'Who caused it: the API key id, `cli`, or `system`.',

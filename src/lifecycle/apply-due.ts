@@ -12,7 +12,8 @@ export function applyDueThroughCommands(lifecycle: Pick<LifecycleCommands, 'appl
   return async (businessId, customerId) => {
     const applied = await lifecycle.applyDue(businessId, customerId, { actor: 'scheduler' });
     return {
-      work: applied.events.map(doneWork),
+      work: applied.events.flatMap(doneWork),
+      events: applied.events.length,
       nextDueAt: applied.nextDueAt === null ? null : new Date(applied.nextDueAt),
       revision: applied.revision,
       position: applied.position,
@@ -20,16 +21,17 @@ export function applyDueThroughCommands(lifecycle: Pick<LifecycleCommands, 'appl
   };
 }
 
-function doneWork(event: AppliedDue['events'][number]): DoneWork {
+/** What one due event did: a piece per lot (an expiry names every lot of its instant). */
+function doneWork(event: AppliedDue['events'][number]): DoneWork[] {
   switch (event.type) {
     case 'PointsReleased':
-      return { type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.released_at };
+      return [{ type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.released_at }];
     case 'PointsExpiringNotified':
-      return { type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.expires_at };
+      return [{ type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.expires_at }];
     case 'PointsExpired':
-      return { type: event.type, lot: event.data.lot_transaction_id, amount: event.data.amount, at: event.data.expired_at };
+      return event.data.lots.map((s) => ({ type: event.type, lot: s.transaction_id, amount: s.amount, at: event.data.expired_at }));
     case 'TierDowngraded':
-      return { type: event.type, lot: null, amount: null, at: event.data.downgraded_at };
+      return [{ type: event.type, lot: null, amount: null, at: event.data.downgraded_at }];
     default:
       throw new Error(`due work cannot be a ${event.type}`);
   }

@@ -19,6 +19,8 @@ export interface DoneWork {
 /** What applying a customer's due work did, as the command path answered it. */
 export interface AppliedDue {
   work: DoneWork[];
+  /** The events appended (an expiry is one event for all the lots of its instant). */
+  events: number;
   /** When the customer next has due work, as the decider sees its state after the run; null: never. */
   nextDueAt: Date | null;
   /** The customer stream's revision that was decided at (after the run's append, if any). */
@@ -136,7 +138,7 @@ export class LifecycleScheduler {
     if (!logHead || !before) return true;
     const round = { ms: Date.now() - started, others: 0 };
     const afterRound = await logHead();
-    round.others = Math.max(0, eventsBetween(before, afterRound) - runs.reduce((n, r) => n + r.work.length, 0));
+    round.others = Math.max(0, eventsBetween(before, afterRound) - runs.reduce((n, r) => n + r.events, 0));
     const ms = this.pacer.pauseAfter(round.ms, round.others);
     if (ms <= 0) return true;
     const paused = Date.now();

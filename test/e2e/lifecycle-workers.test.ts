@@ -56,7 +56,9 @@ describe.skipIf(!SERVER_MODE)('lifecycle scheduler, two worker processes and a k
     const first = await startServer(store);
     const second = await startServer(store, { role: 'workers' });
     await seedLots(url, business!.id, CUSTOMERS, LOTS, new Date(Date.now() - 60_000));
-    const expired = async () => Number((await query<{ n: string }>(url, `select count(*) as n from events where type = 'PointsExpired'`))[0]!.n);
+    // A lot expired as often as an expiry names it (one event names every lot of a customer's instant).
+    const expired = async () =>
+      Number((await query<{ n: string }>(url, `select coalesce(sum(jsonb_array_length(data->'lots')), 0) as n from events where type = 'PointsExpired'`))[0]!.n);
     await vi.waitFor(async () => expect(await expired()).toBeGreaterThan(0), { timeout: 60_000, interval: 20 });
     const atKill = await expired();
     await killProcess(second.child);
@@ -65,7 +67,8 @@ describe.skipIf(!SERVER_MODE)('lifecycle scheduler, two worker processes and a k
     await vi.waitFor(async () => expect(await expired()).toBe(LOTS), { timeout: 120_000, interval: 200 });
     const perLot = await query<{ lot: string; n: string }>(
       url,
-      `select data->>'lot_transaction_id' as lot, count(*) as n from events where type = 'PointsExpired' group by 1`,
+      `select l->>'transaction_id' as lot, count(*) as n from events e cross join lateral jsonb_array_elements(e.data->'lots') l
+        where e.type = 'PointsExpired' group by 1`,
     );
     expect(perLot).toHaveLength(LOTS);
     expect(perLot.filter((r) => Number(r.n) !== 1)).toEqual([]);
@@ -73,19 +76,22 @@ describe.skipIf(!SERVER_MODE)('lifecycle scheduler, two worker processes and a k
     const due = async () => Number((await query<{ n: string }>(url, `select count(*) as n from customer_due where due_at <= now()`))[0]!.n);
     await vi.waitFor(async () => expect(await due(), first.stderr).toBe(0), { timeout: 30_000, interval: 200 });
 
-    // Every expiry's webhook, at least once; copies of one carry one webhook-id; all signed with the webhook's secret.
-    await vi.waitFor(() => expect(new Set(receiver.received.map((r) => r.payload?.data?.lot_transaction_id)).size).toBe(LOTS), { timeout: 120_000, interval: 200 });
-    const idsPerLot = new Map<string, Set<string>>();
+    // Every expiry's webhook, at least once, naming every lot; copies of one carry one webhook-id; all signed with the webhook's secret.
+    const lotsOf = (r: (typeof receiver.received)[number]) => ((r.payload?.data?.lots ?? []) as Array<{ transaction_id: string }>).map((l) => l.transaction_id);
+    await vi.waitFor(() => expect(new Set(receiver.received.flatMap(lotsOf)).size).toBe(LOTS), { timeout: 120_000, interval: 200 });
+    const idsPerExpiry = new Map<string, Set<string>>();
     const signer = new Webhook(webhook.body.secret);
     for (const delivery of receiver.received) {
       expect(delivery.payload.type).toBe('points.expired');
       expect(() => signer.verify(delivery.body, delivery.headers)).not.toThrow();
-      const lot = delivery.payload.data.lot_transaction_id as string;
-      if (!idsPerLot.has(lot)) idsPerLot.set(lot, new Set());
-      idsPerLot.get(lot)!.add(delivery.headers['webhook-id']!);
+      const expiry = delivery.payload.data.transaction_id as string;
+      if (!idsPerExpiry.has(expiry)) idsPerExpiry.set(expiry, new Set());
+      idsPerExpiry.get(expiry)!.add(delivery.headers['webhook-id']!);
     }
-    expect([...idsPerLot.values()].filter((ids) => ids.size !== 1)).toEqual([]);
-    expect(receiver.received[0]!.payload.data).toMatchObject({ amount: 10, expired_at: expect.any(String), customer_id: expect.any(String) });
+    expect(idsPerExpiry.size).toBe(CUSTOMERS); // one expiry per customer: its lots all expire at one instant
+    expect([...idsPerExpiry.values()].filter((ids) => ids.size !== 1)).toEqual([]);
+    expect(receiver.received[0]!.payload.data).toMatchObject({ amount: (LOTS / CUSTOMERS) * 10, expired_at: expect.any(String), customer_id: expect.any(String) });
+    expect(lotsOf(receiver.received[0]!)).toHaveLength(LOTS / CUSTOMERS);
 
     const customer = receiver.received[0]!.payload.data.customer_id as string;
     const after = await api(first.baseUrl, 'GET', `/api/v1/customers/${customer}`, { key });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { EVENT_VERSION } from '../../src/events/catalogue.js';
+import { eventVersion } from '../../src/events/catalogue.js';
 import { decode, decodeAll, UndecodableEvent, UPCASTERS } from '../../src/events/decode.js';
 
 const earned = {
@@ -14,6 +14,7 @@ const earned = {
 };
 /** What the data of an earn written before lots existed decodes to: no lot times, read as null. */
 const earnedDecoded = { ...earned, available_at: null, expires_at: null };
+const EVENT_VERSION = eventVersion('PointsEarned');
 const stored = (type: string, data: unknown, version = EVENT_VERSION) => ({ type, data, streamId: 'customer-c1', metadata: { event_version: version } });
 
 describe('decoding events read from the log', () => {
@@ -47,5 +48,14 @@ describe('decoding events read from the log', () => {
       return { ...others, description: note };
     } };
     expect(decode(stored('PointsEarned', v0, EVENT_VERSION - 1))?.data).toEqual(earnedDecoded);
+  });
+
+  it('reads a PointsExpired of version 1 (one lot) as version 2 with that lot alone in `lots`; version 2 as written', () => {
+    const v1 = { transaction_id: 'txn_e', lot_transaction_id: 'txn_lot', amount: 40, balance: 60, expired_at: '2030-01-01T00:00:00.000Z' };
+    const v2 = { transaction_id: 'txn_e', lots: [{ transaction_id: 'txn_lot', amount: 40 }], amount: 40, balance: 60, expired_at: '2030-01-01T00:00:00.000Z' };
+    expect(eventVersion('PointsExpired')).toBe(2);
+    expect(decode(stored('PointsExpired', v1, 1))?.data).toEqual(v2);
+    expect(decode(stored('PointsExpired', v2, 2))?.data).toEqual(v2);
+    expect(() => decode(stored('PointsExpired', { ...v2, lots: [] }, 2))).toThrow(/PointsExpired v2/);
   });
 });

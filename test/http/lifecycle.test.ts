@@ -66,7 +66,7 @@ describe('points lifecycle', () => {
     expect(applied.events).toEqual([
       {
         type: 'PointsExpired',
-        data: { transaction_id: expect.stringMatching(/^txn_/), lot_transaction_id: earn.id, amount: 70, balance: 0, expired_at: expiresAt },
+        data: { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: earn.id, amount: 70 }], amount: 70, balance: 0, expired_at: expiresAt },
       },
     ]);
     expect(applied.nextDueAt).toBeNull();
@@ -74,6 +74,39 @@ describe('points lifecycle', () => {
     expect(await ofType(b, c, 'PointsExpired')).toHaveLength(1);
     // The next debit sees the expiry: nothing is left to spend.
     expectError(await transact(b, c, { type: 'deduct', amount: 1 }), 422, 'insufficient_points');
+  });
+
+  it('expires the lots of one instant together: one event and one ledger line per customer and instant', async () => {
+    const b = await t.business();
+    const c = await newCustomer(b);
+    const yearEnd = later(20);
+    const first = await ok(b, c, { type: 'earn', amount: 100, expires_at: yearEnd });
+    const sooner = await ok(b, c, { type: 'earn', amount: 30, expires_at: later(15) });
+    advance(1);
+    const second = await ok(b, c, { type: 'earn', amount: 50, expires_at: yearEnd });
+    await ok(b, c, { type: 'earn', amount: 5 });
+    await ok(b, c, { type: 'deduct', amount: 20 }); // from the sooner lot (soonest expiring first)
+
+    advance(25); // the workers were away past both instants: each is its own expiry, in due order
+    const applied = await applyDue(b, c);
+    const expiries = applied.events.filter((e) => e.type === 'PointsExpired');
+    expect(expiries.map((e) => e.data)).toEqual([
+      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: sooner.id, amount: 10 }], amount: 10, balance: 155, expired_at: sooner.expires_at },
+      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: first.id, amount: 100 }, { transaction_id: second.id, amount: 50 }], amount: 150, balance: 5, expired_at: yearEnd },
+    ]);
+    expect(await ofType(b, c, 'PointsExpiringNotified')).toEqual([]); // long past: expired, no notice first
+
+    const lines = (await t.walk(b.private_key, `/api/v1/customers/${c}/transactions`)) as Array<{ type: string; amount: number; balance: number }>;
+    expect(lines.filter((l) => l.type === 'expire').map((l) => [l.amount, l.balance])).toEqual([[10, 155], [150, 5]]);
+    const lots = await t.walk(b.private_key, `/api/v1/customers/${c}/lots?all=true`);
+    expect(lots.map((l: any) => [l.transaction_id, l.status, l.remaining])).toEqual([
+      [first.id, 'expired', 0],
+      [sooner.id, 'expired', 0],
+      [second.id, 'expired', 0],
+      [expect.any(String), 'available', 5],
+    ]);
+    const customer = await t.request('GET', `/api/v1/customers/${c}`, { key: b.private_key });
+    expect(customer.body).toMatchObject({ points_balance: 5, lifetime_expired: 160, next_expiring: null });
   });
 
   it('consumes lots soonest-expiring first, never-expiring last, across three lots', async () => {
@@ -192,7 +225,7 @@ describe('points lifecycle', () => {
     const cancelled = await t.request('POST', `/api/v1/customers/${c}/redemptions/${redemption.body.id}/cancel`, { key: b.private_key });
     expect(cancelled.status, cancelled.text).toBe(200);
     const expiries = await ofType(b, c, 'PointsExpired');
-    expect(expiries.map((e) => [e.data.lot_transaction_id, e.data.amount])).toEqual([
+    expect(expiries.flatMap((e) => (e.data.lots as Array<{ transaction_id: string; amount: number }>).map((l) => [l.transaction_id, l.amount]))).toEqual([
       [earn.id, 60],
       [earn.id, 40],
     ]);

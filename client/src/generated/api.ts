@@ -856,7 +856,7 @@ export type webhooks = {
         put?: never;
         /**
          * points.expired message
-         * @description A lot's remaining points expired (ledger type `expire`); `transaction_id` is the expiry's ledger line, `lot_transaction_id` the credit, `expired_at` the lot's `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         * @description The remaining points of a customer's lots that expire at one instant expired (ledger type `expire`): one notification per customer and instant; `transaction_id` is the expiry's ledger line, `amount` the points together, `lots` each lot (its credit's id) with its points, `expired_at` the lots' `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
          */
         post: operations["pointsExpiredWebhook"];
         delete?: never;
@@ -1209,7 +1209,10 @@ export type components = {
             timestamp: string;
             data: {
                 transaction_id: string;
-                lot_transaction_id: string;
+                lots: {
+                    transaction_id: string;
+                    amount: number;
+                }[];
                 amount: number;
                 balance: number;
                 /**
@@ -10069,8 +10072,17 @@ export interface operations {
                  *       "data": {
                  *         "customer_id": "cust_4fTz9QbLr2XcVw7NkP1a",
                  *         "transaction_id": "txn_5e6f7a8b9c0d1e2f3a4b5c6d",
-                 *         "lot_transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
-                 *         "amount": 150,
+                 *         "lots": [
+                 *           {
+                 *             "transaction_id": "txn_8ZkqP2mXv4RtY6wQ1bN3",
+                 *             "amount": 150
+                 *           },
+                 *           {
+                 *             "transaction_id": "txn_3HgF6dS9aQ2wE5rT8yU1",
+                 *             "amount": 40
+                 *           }
+                 *         ],
+                 *         "amount": 190,
                  *         "balance": 470,
                  *         "expired_at": "2027-11-29T14:03:07.123Z"
                  *       }

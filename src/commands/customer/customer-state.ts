@@ -187,12 +187,16 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
     case 'PointsExpiringNotified':
       return { ...state, lots: state.lots.notice(event.data.lot_transaction_id) };
     case 'PointsExpired': {
-      const wasPending = state.lots.get(event.data.lot_transaction_id)?.status === 'pending';
+      let { lots, pending } = state;
+      for (const share of event.data.lots) {
+        if (lots.get(share.transaction_id)?.status === 'pending') pending -= share.amount;
+        lots = lots.expire(share.transaction_id);
+      }
       return {
         ...state,
         balance: event.data.balance,
-        pending: wasPending ? state.pending - event.data.amount : state.pending,
-        lots: state.lots.expire(event.data.lot_transaction_id),
+        pending,
+        lots,
         lifetimeExpired: state.lifetimeExpired + event.data.amount,
         otherLines: state.otherLines.set(event.data.transaction_id, 'not_credit'),
       };

@@ -4,7 +4,7 @@
  * the previous one left. Every event carries its due instant, not the moment it was noticed.
  */
 import type { TierDefinition } from '../../events/program-events.js';
-import type { TierSnapshot } from '../../events/customer-events.js';
+import type { LotShare, TierSnapshot } from '../../events/customer-events.js';
 import { type CustomerEvent, type CustomerState, evolveCustomer, type Lifecycle, type LifecyclePolicy, qualifyingCredits } from './customer-state.js';
 import type { DueWork } from '../../events/lots.js';
 import { dueTransactionId } from './due-ids.js';
@@ -49,17 +49,23 @@ export function decideDue(state: CustomerState, lifecycle: Lifecycle): { events:
   let done = 0;
   let current = state;
   for (let step = 0; step < MAX_STEPS; step++) {
-    const event = nextDueEvent(current, lifecycle, now, work[done]);
+    const event = nextDueEvent(current, lifecycle, now, work, done);
     if (!event) return { events, after: current };
-    if (event.type !== 'TierDowngraded') done++;
+    if (event.type === 'PointsExpired') done += event.data.lots.length;
+    else if (event.type !== 'TierDowngraded') done++;
     events.push(event);
     current = evolveCustomer(current, { ...event, recordedAt: lifecycle.now });
   }
   throw new Error(`customer ${state.id}: due work did not settle`);
 }
 
-/** The next event of due work: `work` (the first piece of lot work left) or a downgrade due before it. */
-function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string, work: DueWork | undefined): CustomerEvent | null {
+/**
+ * The next event of due work: the first piece of lot work left (`work[done]`) or a downgrade due
+ * before it. An expiry takes with it every lot expiring at the same instant (the pieces after it
+ * in due order): one event and ledger line per customer and instant, not one per lot.
+ */
+function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string, pieces: DueWork[], done: number): CustomerEvent | null {
+  const work = pieces[done];
   const downgrade = plannedDowngrade(state, lifecycle);
   const dueDowngrade = downgrade && downgrade.at <= now ? downgrade : null;
   if (dueDowngrade && (!work || dueDowngrade.at < work.at)) {
@@ -89,16 +95,20 @@ function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string, w
       };
     case 'notice':
       return { type: 'PointsExpiringNotified', data: { lot_transaction_id: lot.transactionId, amount: lot.remaining, expires_at: lot.expiresAt! } };
-    case 'expire':
+    case 'expire': {
+      const lots: LotShare[] = [];
+      let amount = 0;
+      let balance = state.balance;
+      for (let i = done; i < pieces.length && pieces[i]!.kind === 'expire' && pieces[i]!.at === work.at; i++) {
+        const expiring = i === done ? lot : state.lots.get(pieces[i]!.transactionId)!;
+        lots.push({ transaction_id: expiring.transactionId, amount: expiring.remaining });
+        amount += expiring.remaining;
+        if (expiring.status !== 'pending') balance -= expiring.remaining;
+      }
       return {
         type: 'PointsExpired',
-        data: {
-          transaction_id: dueTransactionId(lot.transactionId, 'expire', work.at, lot.expiries),
-          lot_transaction_id: lot.transactionId,
-          amount: lot.remaining,
-          balance: lot.status === 'pending' ? state.balance : state.balance - lot.remaining,
-          expired_at: work.at,
-        },
+        data: { transaction_id: dueTransactionId(lot.transactionId, 'expire', work.at, lot.expiries), lots, amount, balance, expired_at: work.at },
       };
+    }
   }
 }

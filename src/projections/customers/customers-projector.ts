@@ -300,8 +300,8 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
       batch.lots.notice(streams.customerIdOf(event.streamId), event.data.lot_transaction_id);
     },
     PointsExpired(event, batch) {
-      addLedgerLine(event, batch);
-      batch.lots.expire(streams.customerIdOf(event.streamId), event.data.lot_transaction_id);
+      addLedgerLine(event, batch, event.data.lots);
+      batch.lots.expire(streams.customerIdOf(event.streamId), event.data.lots);
     },
     PointsReversed(event, batch) {
       const { data } = event;

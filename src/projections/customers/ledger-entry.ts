@@ -158,7 +158,7 @@ export function ledgerEntryFromEvent(event: LedgerSource): LedgerEntry | null {
         type: 'expire',
         amount: data.amount,
         balance: data.balance,
-        description: `expired ${data.lot_transaction_id}`,
+        description: data.lots.length === 1 ? `expired ${data.lots[0]!.transaction_id}` : `expired ${data.lots.length} lots`,
         reference: null,
         metadata: {},
       });

@@ -106,8 +106,8 @@ export class LotBook {
     this.change(customerId, [transactionId], (lots) => noticeLot(lots, transactionId));
   }
 
-  expire(customerId: string, transactionId: string): void {
-    this.change(customerId, [transactionId], (lots) => expireLot(lots, transactionId).lots);
+  expire(customerId: string, shares: readonly LotShare[]): void {
+    for (const { transaction_id } of shares) this.change(customerId, [transaction_id], (lots) => expireLot(lots, transaction_id).lots);
   }
 
   reverse(customerId: string, transactionId: string, plan: ReversalPlan): void {
@@ -236,8 +236,9 @@ function lotsNamedBy(event: ProjectedEvent): string[] | 'open lots' {
       return event.data.lots ? event.data.lots.map((s) => s.transaction_id) : 'open lots';
     case 'PointsReleased':
     case 'PointsExpiringNotified':
-    case 'PointsExpired':
       return [event.data.lot_transaction_id];
+    case 'PointsExpired':
+      return event.data.lots.map((s) => s.transaction_id);
     case 'PointsReversed':
       return [event.data.reversed_transaction_id, ...event.data.lots.map((s) => s.transaction_id)];
     default:
