@@ -58,6 +58,7 @@ async function main(): Promise<void> {
       await session.post('Profiler.start');
       const allocations = process.env.LIFECYCLE_PROFILE_ALLOCATIONS === '1';
       if (allocations) await startAllocationSampling(session);
+      const walBefore = await walStats(dbName);
       const started = performance.now();
       const { result: runs, nodeMs, postgresMs } = await cpuDuring(process.pid, dbName, async () => {
         const runs = await services.scheduler.runUntilIdle();
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
         return runs;
       });
       const seconds = (performance.now() - started) / 1000;
+      const walAfter = await walStats(dbName);
       const { profile } = await session.post('Profiler.stop');
       const allocated = allocations ? await stopAllocationSampling(session) : null;
       session.disconnect();
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
       const out = [
         `${notices.length} customers noticed first; then ${expired} lots of ${runs.length} customers expired in ${seconds.toFixed(1)} s (${Math.round(expired / seconds)} lots/s, projections included), load average ${os.loadavg()[0]!.toFixed(1)}`,
         `CPU per lot: this process ${perLot(nodeMs)}, PostgreSQL backends ${perLot(postgresMs)}`,
+        `WAL per lot (the whole server's, pg_stat_wal): ${((walAfter.bytes - walBefore.bytes) / expired).toFixed(0)} bytes, ${((walAfter.records - walBefore.records) / expired).toFixed(1)} records, ${((walAfter.fpi - walBefore.fpi) / expired).toFixed(2)} full-page images`,
         `profile: busy ${(summary.busyMs / 1000).toFixed(1)} s of ${(summary.totalMs / 1000).toFixed(1)} s (${file})`,
         'Self time by place:',
         ...summary.places.map((p) => `  ${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}`),
@@ -116,7 +119,13 @@ async function topStatements(dbName: string): Promise<string[]> {
       ).rows,
     dbName,
   );
-  return rows.map((r) => `  ${r.ms.toFixed(0).padStart(6)} ms  ${r.calls.padStart(6)} calls  ${r.rows.padStart(7)} rows  ${r.query}`);
+  return rows.map((r) => `  ${r.ms.toFixed(0).padStart(6)} ms  ${String(r.calls).padStart(6)} calls  ${String(r.rows).padStart(7)} rows  ${r.query}`);
+}
+
+/** The server's WAL written so far (pg_stat_wal: every database's, so run this on a quiet server). */
+async function walStats(dbName: string): Promise<{ bytes: number; records: number; fpi: number }> {
+  const row = await withClient(async (c) => (await c.query<{ bytes: string; records: string; fpi: string }>('select wal_bytes::text as bytes, wal_records::text as records, wal_fpi::text as fpi from pg_stat_wal')).rows[0]!, dbName);
+  return { bytes: Number(row.bytes), records: Number(row.records), fpi: Number(row.fpi) };
 }
 
 async function settle(dbName: string): Promise<void> {

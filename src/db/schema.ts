@@ -118,7 +118,7 @@ export interface LedgerEntriesTable {
   metadata: Json;
   created_at: Timestamp;
   seq: Generated<number>;
-  /** A debit's lot shares: as its event recorded them, or as they were planned for an event that recorded none. */
+  /** A debit's lot shares: as its event recorded them, or as they were planned for an event that recorded none; an expiry's lots and what each lost. */
   lots: ColumnType<Array<{ transaction_id: string; amount: number }> | null, string | null, string | null>;
   /** A credit's lot times (CONTRACT.md §13); null for debits and for credits with none. */
   available_at: Timestamp | null;

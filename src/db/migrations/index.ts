@@ -14,6 +14,7 @@ import { migration as m0013 } from './0013-daily-points.js';
 import { migration as m0014 } from './0014-points-lifecycle.js';
 import { migration as m0015 } from './0015-lot-times-in-lists.js';
 import { migration as m0016 } from './0016-rate-limit-takes.js';
+import { migration as m0017 } from './0017-lots-seq-not-unique.js';
 
 /**
  * Schema migrations, in order; one file each. The event store tables (`events`, `streams`) are the
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0014_points_lifecycle': m0014,
   '0015_lot_times_in_lists': m0015,
   '0016_rate_limit_takes': m0016,
+  '0017_lots_seq_not_unique': m0017,
 };
