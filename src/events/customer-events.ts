@@ -138,6 +138,8 @@ export const CustomerEvents = {
     lots: z.array(LotShareSchema.extend({ amount: z.number().int().nonnegative() })).min(1),
     /** The lots' points together. */
     amount: z.number().int(),
+    /** The part of `amount` that was still pending (it leaves pending points, not the balance); null in version 1 events. */
+    pending: z.number().int().nonnegative().nullable(),
     balance: z.number().int(),
     expired_at: z.string(),
   }),

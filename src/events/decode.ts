@@ -13,7 +13,8 @@ export const UPCASTERS: { [T in EventType]?: Readonly<Record<number, Upcaster>> 
     // v1 expired one lot; v2 names every lot of the customer that expired at the instant.
     1: (data) => {
       const { lot_transaction_id, ...rest } = data as { lot_transaction_id: string; amount: number };
-      return { ...rest, lots: [{ transaction_id: lot_transaction_id, amount: rest.amount }] };
+      // Whether the lot was pending is not in the data: readers tell it from the lot's status then.
+      return { ...rest, lots: [{ transaction_id: lot_transaction_id, amount: rest.amount }], pending: null };
     },
   },
 };

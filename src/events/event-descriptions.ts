@@ -181,6 +181,7 @@ export const EventDescriptions: { [T in EventType]: EventDescription<T> } = {
       'lots[].transaction_id': 'The lot: the id of the credit that made it.',
       'lots[].amount': 'Its remaining points, which expired (0 only in a version 1 event of a lot with none left).',
       amount: 'Points expired: the lots\' together.',
+      pending: 'The part of `amount` that was still pending: it leaves points_pending, not the balance (0 but for a lot whose release had not come). Null in version 1 events, which said nothing of it: the lot\'s status then tells.',
       balance: 'The balance right after this event.',
       expired_at: 'The lots\' expires_at.',
     },

@@ -46,7 +46,7 @@ export const WEBHOOK_DESCRIPTIONS: { [T in WebhookEventType]: string } = {
   'points.expiring':
     'Points of a lot expire in `expiring_notice_days` or less unless spent first; sent once per lot, `transaction_id` names the lot (its credit).',
   'points.expired':
-    "The remaining points of a customer's lots that expire at one instant expired (ledger type `expire`): one notification per customer and instant; `transaction_id` is the expiry's ledger line, `amount` the points together, `lots` each lot (its credit's id) with its points, `expired_at` the lots' `expires_at`.",
+    "The remaining points of a customer's lots that expire at one instant expired (ledger type `expire`): one notification per customer and instant; `transaction_id` is the expiry's ledger line, `amount` the points together (`pending` of them were not spendable yet), `lots` each lot (its credit's id) with its points, `expired_at` the lots' `expires_at`.",
   'points.reversed':
     'All or part of a credit was reversed (ledger type `reversal`): `from_lot` came out of its lot, `from_expired` out of lifetime_expired, `lots` from the balance.',
   'tier.downgraded':
@@ -96,7 +96,7 @@ export const WEBHOOK_DATA_EXAMPLES: { [T in WebhookEventType]: Record<string, un
   'points.expired': {
     customer_id, transaction_id: 'txn_5e6f7a8b9c0d1e2f3a4b5c6d',
     lots: [{ transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150 }, { transaction_id: 'txn_3HgF6dS9aQ2wE5rT8yU1', amount: 40 }],
-    amount: 190, balance: 470, expired_at: '2027-11-29T14:03:07.123Z',
+    amount: 190, pending: 0, balance: 470, expired_at: '2027-11-29T14:03:07.123Z',
   },
   'points.reversed': {
     customer_id, transaction_id: 'txn_4KpL6nM8qR0sT2uV4wX6', reversed_transaction_id: 'txn_8ZkqP2mXv4RtY6wQ1bN3', amount: 150, from_lot: 100,

@@ -50,11 +50,11 @@ describe('decoding events read from the log', () => {
     expect(decode(stored('PointsEarned', v0, EVENT_VERSION - 1))?.data).toEqual(earnedDecoded);
   });
 
-  it('reads a PointsExpired of version 1 (one lot) as version 2 with that lot alone in `lots`; version 2 as written', () => {
+  it('reads a PointsExpired of version 1 (one lot) as version 2 with that lot alone in `lots` and `pending` unknown; version 2 as written', () => {
     const v1 = { transaction_id: 'txn_e', lot_transaction_id: 'txn_lot', amount: 40, balance: 60, expired_at: '2030-01-01T00:00:00.000Z' };
-    const v2 = { transaction_id: 'txn_e', lots: [{ transaction_id: 'txn_lot', amount: 40 }], amount: 40, balance: 60, expired_at: '2030-01-01T00:00:00.000Z' };
+    const v2 = { transaction_id: 'txn_e', lots: [{ transaction_id: 'txn_lot', amount: 40 }], amount: 40, pending: 0, balance: 60, expired_at: '2030-01-01T00:00:00.000Z' };
     expect(eventVersion('PointsExpired')).toBe(2);
-    expect(decode(stored('PointsExpired', v1, 1))?.data).toEqual(v2);
+    expect(decode(stored('PointsExpired', v1, 1))?.data).toEqual({ ...v2, pending: null }); // whether it was pending: the lot's status tells
     expect(decode(stored('PointsExpired', v2, 2))?.data).toEqual(v2);
     expect(() => decode(stored('PointsExpired', { ...v2, lots: [] }, 2))).toThrow(/PointsExpired v2/);
   });

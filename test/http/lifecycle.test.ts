@@ -66,7 +66,7 @@ describe('points lifecycle', () => {
     expect(applied.events).toEqual([
       {
         type: 'PointsExpired',
-        data: { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: earn.id, amount: 70 }], amount: 70, balance: 0, expired_at: expiresAt },
+        data: { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: earn.id, amount: 70 }], amount: 70, pending: 0, balance: 0, expired_at: expiresAt },
       },
     ]);
     expect(applied.nextDueAt).toBeNull();
@@ -91,8 +91,8 @@ describe('points lifecycle', () => {
     const applied = await applyDue(b, c);
     const expiries = applied.events.filter((e) => e.type === 'PointsExpired');
     expect(expiries.map((e) => e.data)).toEqual([
-      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: sooner.id, amount: 10 }], amount: 10, balance: 155, expired_at: sooner.expires_at },
-      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: first.id, amount: 100 }, { transaction_id: second.id, amount: 50 }], amount: 150, balance: 5, expired_at: yearEnd },
+      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: sooner.id, amount: 10 }], amount: 10, pending: 0, balance: 155, expired_at: sooner.expires_at },
+      { transaction_id: expect.stringMatching(/^txn_/), lots: [{ transaction_id: first.id, amount: 100 }, { transaction_id: second.id, amount: 50 }], amount: 150, pending: 0, balance: 5, expired_at: yearEnd },
     ]);
     expect(await ofType(b, c, 'PointsExpiringNotified')).toEqual([]); // long past: expired, no notice first
 

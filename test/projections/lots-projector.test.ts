@@ -73,7 +73,7 @@ async function appendHistory(): Promise<void> {
   ]);
   const lost = book.expire('txn_expiring');
   expect(lost).toBe(40);
-  await append(T0 + 30 * DAY, [{ type: 'PointsExpired', data: { transaction_id: 'txn_exp', lots: [{ transaction_id: 'txn_expiring', amount: lost }], amount: lost, balance: book.balance(), expired_at: iso(T0 + 30 * DAY) } }]);
+  await append(T0 + 30 * DAY, [{ type: 'PointsExpired', data: { transaction_id: 'txn_exp', lots: [{ transaction_id: 'txn_expiring', amount: lost }], amount: lost, pending: 0, balance: book.balance(), expired_at: iso(T0 + 30 * DAY) } }]);
   const silver = { id: 'tier_silver', name: 'Silver', points_threshold: 100, multiplier: 1.5, benefits: [] };
   await append(T0 + 31 * DAY, [
     { type: 'TierUpgraded', data: { previous_tier: null, new_tier: silver, lifetime_earned: 230 } },

@@ -73,7 +73,7 @@ function historyOf(customer: string, expiring: boolean): Array<{ at: number; eve
   });
   if (expiring) {
     const lost = book.expire(`txn_${customer}_a`);
-    add(T0 + 30 * DAY, { type: 'PointsExpired', data: { transaction_id: `txn_${customer}_exp`, lots: [{ transaction_id: `txn_${customer}_a`, amount: lost }], amount: lost, balance: book.balance(), expired_at: iso(T0 + 30 * DAY) } });
+    add(T0 + 30 * DAY, { type: 'PointsExpired', data: { transaction_id: `txn_${customer}_exp`, lots: [{ transaction_id: `txn_${customer}_a`, amount: lost }], amount: lost, pending: 0, balance: book.balance(), expired_at: iso(T0 + 30 * DAY) } });
   }
   deduct(`txn_${customer}_legacy2`, 5, T0 + 31 * DAY, false);
   earn(`txn_${customer}_g`, 7, T0 + 32 * DAY, null, null);

@@ -856,7 +856,7 @@ export type webhooks = {
         put?: never;
         /**
          * points.expired message
-         * @description The remaining points of a customer's lots that expire at one instant expired (ledger type `expire`): one notification per customer and instant; `transaction_id` is the expiry's ledger line, `amount` the points together, `lots` each lot (its credit's id) with its points, `expired_at` the lots' `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
+         * @description The remaining points of a customer's lots that expire at one instant expired (ledger type `expire`): one notification per customer and instant; `transaction_id` is the expiry's ledger line, `amount` the points together (`pending` of them were not spendable yet), `lots` each lot (its credit's id) with its points, `expired_at` the lots' `expires_at`. Sent to endpoints subscribed to `points.expired` or `*`; signed per Standard Webhooks. Answer 2xx within 15 s; anything else is retried, 410 disables the endpoint.
          */
         post: operations["pointsExpiredWebhook"];
         delete?: never;
@@ -1214,6 +1214,7 @@ export type components = {
                     amount: number;
                 }[];
                 amount: number;
+                pending: number | null;
                 balance: number;
                 /**
                  * Format: date-time
@@ -10083,6 +10084,7 @@ export interface operations {
                  *           }
                  *         ],
                  *         "amount": 190,
+                 *         "pending": 0,
                  *         "balance": 470,
                  *         "expired_at": "2027-11-29T14:03:07.123Z"
                  *       }

@@ -189,9 +189,11 @@ export function evolveCustomer(state: CustomerState, event: TimedCustomerEvent):
     case 'PointsExpired': {
       let { lots, pending } = state;
       for (const share of event.data.lots) {
-        if (lots.get(share.transaction_id)?.status === 'pending') pending -= share.amount;
+        // A version 1 event does not say whether its lot was pending: the lot's status does.
+        if (event.data.pending === null && lots.get(share.transaction_id)?.status === 'pending') pending -= share.amount;
         lots = lots.expire(share.transaction_id);
       }
+      if (event.data.pending !== null) pending -= event.data.pending;
       return {
         ...state,
         balance: event.data.balance,

@@ -98,16 +98,23 @@ function nextDueEvent(state: CustomerState, lifecycle: Lifecycle, now: string, p
     case 'expire': {
       const lots: LotShare[] = [];
       let amount = 0;
-      let balance = state.balance;
+      let pending = 0;
       for (let i = done; i < pieces.length && pieces[i]!.kind === 'expire' && pieces[i]!.at === work.at; i++) {
         const expiring = i === done ? lot : state.lots.get(pieces[i]!.transactionId)!;
         lots.push({ transaction_id: expiring.transactionId, amount: expiring.remaining });
         amount += expiring.remaining;
-        if (expiring.status !== 'pending') balance -= expiring.remaining;
+        if (expiring.status === 'pending') pending += expiring.remaining;
       }
       return {
         type: 'PointsExpired',
-        data: { transaction_id: dueTransactionId(lot.transactionId, 'expire', work.at, lot.expiries), lots, amount, balance, expired_at: work.at },
+        data: {
+          transaction_id: dueTransactionId(lot.transactionId, 'expire', work.at, lot.expiries),
+          lots,
+          amount,
+          pending,
+          balance: state.balance - (amount - pending),
+          expired_at: work.at,
+        },
       };
     }
   }

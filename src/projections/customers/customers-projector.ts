@@ -170,7 +170,7 @@ interface Batch {
 export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook> }>({
   name: 'customers',
   tables: ['customers', 'ledger_entries', 'recorded_events', 'tier_changes', 'lots'],
-  begin: async (trx, events, _span, ahead) => ({
+  begin: async (trx, events, span, ahead) => ({
     trx,
     registered: [],
     later: [],
@@ -178,7 +178,8 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
     recorded: [],
     tierChanges: [],
     net: new Map(),
-    lots: await (ahead?.lots ?? LotBook.load(trx, events)),
+    // Not in a rebuild (no span), whose read-ahead needs every lot it changes in the book.
+    lots: await (ahead?.lots ?? LotBook.load(trx, events, { expireUnread: span !== undefined })),
     plannedShares: await plannedSharesOf(trx, events),
   }),
   // A rebuild's next page reads its lots while this page's writes wait (see `LotBook.readAhead`).
@@ -318,6 +319,7 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
     // Every statement is built before the first is sent (the JavaScript of a batch is mostly
     // here): in a rebuild the page before this one is still being written meanwhile, and the
     // first statement sent waits for it (src/projections/rebuild.ts).
+    await lots.expireUnread(trx);
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
     const newCustomers = newCustomersInsert(trx, registered, later.length === 0 ? net : null);
     const deferredInserts = [
