@@ -154,4 +154,24 @@ describe('expiries projected without reading their lots', () => {
       ['cus_c', 0, 25, null],
     ]);
   });
+
+  it('reads a version 1 expiry (one lot; whether it was pending, unsaid) through the book: a pending lot leaves points_pending', async () => {
+    const ctx = { businessId: BUSINESS, actor: 'test', requestId: null, idempotencyKey: null, now: new Date(T0) };
+    const pendingEarn: CustomerEvent = {
+      type: 'PointsEarned',
+      data: { transaction_id: 'txn_d1', amount: 30, balance: 0, description: null, reference: null, metadata: {}, base_amount: 30, multiplier: 1, available_at: iso(T0 + 60 * DAY), expires_at: iso(EXPIRY) },
+    };
+    await append('cus_d', T0, [registered('cus_d'), pendingEarn]);
+    await new Projections(handle.db, store, PROJECTORS).catchUp();
+    expect(Number((await rows('customers')).find((c) => c.id === 'cus_d').points_pending)).toBe(30);
+    // As an expiry before version 2 wrote it: the lot alone, no `pending`.
+    const [v1] = withMetadata([expired('txn_exp_d', [['txn_d1', 30]], 0)], { ...ctx, now: new Date(EXPIRY) }, newId);
+    const { lots: _lots, pending: _pending, ...rest } = v1!.data as Record<string, unknown>;
+    const written = { ...v1!, data: { ...rest, lot_transaction_id: 'txn_d1' }, metadata: { ...v1!.metadata, event_version: 1 } };
+    await store.append([{ stream: streams.customer('cus_d'), expected: revisions.get('cus_d')!, events: [written] }]);
+    await new Projections(handle.db, store, PROJECTORS).catchUp();
+    expect(await lot('txn_d1')).toEqual({ remaining: 0, spent: 0, expired: 30, status: 'expired', expiries: 1 });
+    const customer = (await rows('customers')).find((c) => c.id === 'cus_d');
+    expect([Number(customer.points_balance), Number(customer.points_pending), Number(customer.lifetime_expired)]).toEqual([0, 0, 30]);
+  });
 });
