@@ -36,6 +36,8 @@
  *   BENCH_RATE_LIMIT_RPS  the server's per-key limit (default 0: off, as the load drives one key); a limit
  *                         no load reaches (1000000) measures what the shared buckets cost a request
  *   BENCH_PROFILE=1       afterwards, one more earn run on a server under `node --cpu-prof`, summarized
+ *   BENCH_NODE_FLAGS      node flags for every server the bench starts, its child processes included (they
+ *                         inherit them): `--cpu-prof --cpu-prof-dir=DIR` profiles each process of a row
  *   BENCH_KEEP=1          keep the temporary directory (server logs, profiles) and print its path
  *   BENCH_DB_PREFIX       how the names of the databases the bench creates begin (loyalty_bench)
  */

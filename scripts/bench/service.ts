@@ -110,7 +110,9 @@ export class ServerProcess {
     // Only this start's lines tell its port: a log file may already hold an earlier server's.
     const from = statSync(options.logFile).size;
     const processes = options.processes === 'default' ? [] : ['--processes', String(options.processes ?? 1)];
-    const command = [...(options.wrapper ?? []), process.execPath, ...(options.nodeFlags ?? []), ...CLI, 'serve', ...processes];
+    // BENCH_NODE_FLAGS: flags for every server of the run (its child processes inherit them), e.g. `--cpu-prof --cpu-prof-dir=DIR`.
+    const flags = [...(options.nodeFlags ?? []), ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])];
+    const command = [...(options.wrapper ?? []), process.execPath, ...flags, ...CLI, 'serve', ...processes];
     const child = spawn(command[0]!, command.slice(1), {
       cwd: options.root ?? REPO_ROOT,
       env: {
