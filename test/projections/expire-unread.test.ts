@@ -116,7 +116,7 @@ describe('expiries projected without reading their lots', () => {
         const book = await LotBook.load(observed, batch, { expireUnread: true });
         book.expire('cus_a', [{ transaction_id: 'txn_a1', amount: 100 }, { transaction_id: 'txn_a2', amount: 40 }]);
         await book.expireUnread(observed);
-        expect(book.expiryChanged()).toEqual(['cus_a']);
+        expect(book.expiringChanges()).toEqual(new Map([['cus_a', { changed: ['txn_a1', 'txn_a2'], at: null, amount: 0 }]]));
         throw new Error('rolled back'); // only what was sent matters here
       })
       .catch((error: Error) => expect(error.message).toBe('rolled back'));

@@ -6,7 +6,7 @@ import { rowSetInsert } from '../insert-rows.js';
 import { defineProjector, type ProjectedEvent, type ProjectedEventOf } from '../projector.js';
 import type { LotShare } from '../../events/customer-events.js';
 import { type LedgerEntry, type LedgerSource, ledgerEntryFromEvent } from './ledger-entry.js';
-import { LotBook } from './lot-book.js';
+import { LotBook, type NextExpiring } from './lot-book.js';
 
 /** How a ledger line moves the lifetime totals (its balance is already in the line). */
 function lifetimeEffect(entry: LedgerEntry): Lifetime {
@@ -47,6 +47,8 @@ interface NetChange {
   pending: number;
   /** The last balance change's time, or null when a later profile or tier event set `updated_at`. */
   updated_at: Date | null;
+  /** When a lot with an expiry changed: what the batch knows of the next expiring points (null: they stay). */
+  expiring: NextExpiring | null;
 }
 
 const CUSTOMER_COLUMNS = {
@@ -113,6 +115,8 @@ const NEW_CUSTOMER_COLUMNS = {
   lifetime_redeemed: 'bigint',
   lifetime_expired: 'bigint',
   points_pending: 'bigint',
+  next_expiring_at: 'timestamptz',
+  next_expiring_amount: 'bigint',
 };
 const NO_TIER = { tier_id: sql`null`, tier: sql`'null'::jsonb` };
 /** New customers whose later statements in the batch (profile, tier, balance) change the rows it makes: sent before them. */
@@ -130,6 +134,13 @@ const insertTierChanges = rowSetInsert('tier_changes', TIER_CHANGE_COLUMNS, { de
  * batch). Arrays, not one JSON document of rows: an `unnest` of parameters is planned for 10 rows
  * and probes the primary key; a `jsonb_to_recordset` was planned for 100 and hash-joined a scan of
  * every customer into each batch (docs/performance.md).
+ *
+ * The same update sets the next expiring points of the customers one of whose lots with an expiry
+ * changed (`expiring`), so a row is written once per batch: the earlier of what the batch knows of
+ * the lots it changed (`soon_at`, `soon_amount`) and of the customer's other lots with points
+ * left, read as they were (the statement does not see the batch's writes, which travel with it;
+ * the changed ones, `changed`, are left out: ids joined by spaces, which no id holds). Two index
+ * seeks on `lots_open` a customer.
  */
 const APPLY_NETS = `update customers c set
     points_balance = coalesce(x.balance, c.points_balance),
@@ -137,9 +148,24 @@ const APPLY_NETS = `update customers c set
     lifetime_redeemed = c.lifetime_redeemed + x.redeemed,
     lifetime_expired = c.lifetime_expired + x.expired,
     points_pending = c.points_pending + x.pending,
-    updated_at = coalesce(x.updated_at, c.updated_at)
-  from unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::timestamptz[])
-    as x(id, balance, earned, redeemed, expired, pending, updated_at)
+    updated_at = coalesce(x.updated_at, c.updated_at),
+    next_expiring_at = case when x.expiring then n.at else c.next_expiring_at end,
+    next_expiring_amount = case when x.expiring then n.amount else c.next_expiring_amount end
+  from unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::timestamptz[], $8::bool[], $9::text[], $10::timestamptz[], $11::int8[])
+    as x(id, balance, earned, redeemed, expired, pending, updated_at, expiring, changed, soon_at, soon_amount)
+  left join lateral (
+    select m.at,
+           case when m.at is null then null
+                else (case when d.at = m.at then d.amount else 0 end) + (case when x.soon_at = m.at then x.soon_amount else 0 end) end as amount
+      from (select f.at,
+                   (select sum(l.remaining) from lots l
+                     where l.customer_id = x.id and l.remaining > 0 and l.expires_at = f.at
+                       and l.transaction_id <> all(string_to_array(x.changed, ' '))) as amount
+              from (select min(l.expires_at) as at from lots l
+                     where l.customer_id = x.id and l.remaining > 0
+                       and l.transaction_id <> all(string_to_array(x.changed, ' '))) f) d
+      cross join lateral (select least(d.at, x.soon_at) as at) m
+     where x.expiring) n on true
   where c.id = x.id`;
 
 interface Batch {
@@ -207,6 +233,8 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
         lifetime_redeemed: 0,
         lifetime_expired: 0,
         points_pending: 0,
+        next_expiring_at: null,
+        next_expiring_amount: null,
       });
     },
     TierUpgraded(event, batch) {
@@ -321,7 +349,9 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
     // first statement sent waits for it (src/projections/rebuild.ts).
     await lots.expireUnread(trx);
     for (const [customerId, moved] of lots.pendingMoves()) netOf(net, customerId).pending += moved;
-    const newCustomers = newCustomersInsert(trx, registered, later.length === 0 ? net : null);
+    const expiring = lots.expiringChanges();
+    const newCustomers = newCustomersInsert(trx, registered, later.length === 0 ? net : null, expiring);
+    for (const [customerId, next] of expiring) netOf(net, customerId).expiring = next;
     const deferredInserts = [
       insertTierChanges.prepare(trx, tierChanges),
       insertRecordedEvents.prepare(trx, recorded),
@@ -333,8 +363,6 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
     for (const statement of later) await statement();
     for (const insert of deferredInserts) await insert();
     if (applyNets) await trx.executeQuery(deferredWrite(applyNets));
-    const expiring = lots.expiryChanged();
-    if (expiring.length > 0) await refreshNextExpiring(trx, expiring);
   },
 });
 
@@ -343,12 +371,24 @@ export const customersProjector = defineProjector<Batch, { lots: Promise<LotBook
  * nearly all of them), each row takes its customer's net change, which leaves `net`, and the
  * insert is deferred with the batch's other writes: in a rebuild, a page then sends nothing that
  * waits for the page before to be written, which it did on every page that registered someone,
- * holding the next page's JavaScript behind PostgreSQL (docs/performance.md). Otherwise it is
- * sent first, since the statements after it change its rows.
+ * holding the next page's JavaScript behind PostgreSQL (docs/performance.md). Their next expiring
+ * points too, which leave `expiring`: all their lots are the batch's. Otherwise it is sent first,
+ * since the statements after it change its rows.
  */
-function newCustomersInsert(trx: Transaction<Database>, registered: Record<string, unknown>[], net: Map<string, NetChange> | null): () => Promise<void> {
+function newCustomersInsert(
+  trx: Transaction<Database>,
+  registered: Record<string, unknown>[],
+  net: Map<string, NetChange> | null,
+  expiring: Map<string, NextExpiring>,
+): () => Promise<void> {
   if (!net) return insertCustomers.prepare(trx, registered);
   for (const row of registered) {
+    const next = expiring.get(row.id as string);
+    if (next) {
+      expiring.delete(row.id as string);
+      row.next_expiring_at = next.at;
+      row.next_expiring_amount = next.at === null ? null : next.amount;
+    }
     const change = net.get(row.id as string);
     if (!change) continue;
     net.delete(change.id);
@@ -373,22 +413,11 @@ function netsQuery(nets: readonly NetChange[]): CompiledQuery {
     column((n) => n.expired),
     column((n) => n.pending),
     column((n) => n.updated_at),
+    column((n) => n.expiring !== null),
+    column((n) => n.expiring?.changed.join(' ') ?? null),
+    column((n) => n.expiring?.at ?? null),
+    column((n) => n.expiring?.amount ?? null),
   ]);
-}
-
-/**
- * The earliest expiry among the customers' lots with points left (pending included) and the
- * points of that instant: two index seeks per customer on `lots_open`.
- */
-async function refreshNextExpiring(trx: Transaction<Database>, customerIds: string[]): Promise<void> {
-  await sql`update customers c set next_expiring_at = n.at, next_expiring_amount = n.amount
-    from (
-      select x.id, f.at,
-        (select sum(l.remaining) from lots l where l.customer_id = x.id and l.remaining > 0 and l.expires_at = f.at) as amount
-      from unnest(${customerIds}::text[]) as x(id)
-      left join lateral (select min(l.expires_at) as at from lots l where l.customer_id = x.id and l.remaining > 0) f on true
-    ) n
-    where c.id = n.id`.execute(trx);
 }
 
 /**
@@ -422,7 +451,7 @@ function creditLot(
 
 function netOf(net: Map<string, NetChange>, customerId: string): NetChange {
   let change = net.get(customerId);
-  if (!change) net.set(customerId, (change = { id: customerId, balance: null, earned: 0, redeemed: 0, expired: 0, pending: 0, updated_at: null }));
+  if (!change) net.set(customerId, (change = { id: customerId, balance: null, earned: 0, redeemed: 0, expired: 0, pending: 0, updated_at: null, expiring: null }));
   return change;
 }
 

@@ -185,14 +185,31 @@ export class LotBook {
     return moves;
   }
 
-  /** The customers one of whose lots with an expiry changed: their next expiring points may have moved. */
-  expiryChanged(): string[] {
-    const customers = new Set<string>();
+  /**
+   * Per customer one of whose lots with an expiry changed: those lots (`changed`), and the earliest
+   * expiry among them that has points left after the batch, with the points of that instant (null:
+   * none). The customer's next expiring points are the earlier of that and of its other lots, which
+   * the batch left as they were (`NextExpiring`).
+   */
+  expiringChanges(): Map<string, NextExpiring> {
+    const changes = new Map<string, NextExpiring>();
+    const of = (customerId: string) => {
+      let change = changes.get(customerId);
+      if (!change) changes.set(customerId, (change = { changed: [], at: null, amount: 0 }));
+      return change;
+    };
     for (const { customerId, was, now } of this.changed.values()) {
-      if (was?.expiresAt || now.expiresAt) customers.add(customerId);
+      if (!was?.expiresAt && !now.expiresAt) continue;
+      const change = of(customerId);
+      change.changed.push(now.transactionId);
+      if (now.remaining === 0 || !now.expiresAt) continue;
+      if (change.at === null || now.expiresAt < change.at) {
+        change.at = now.expiresAt;
+        change.amount = now.remaining;
+      } else if (now.expiresAt === change.at) change.amount += now.remaining;
     }
-    for (const { customerId } of this.expiredUnread) customers.add(customerId);
-    return [...customers];
+    for (const { customerId, transactionId } of this.expiredUnread) of(customerId).changed.push(transactionId); // closed now
+    return changes;
   }
 
   private customerLots(customerId: string): Map<string, Lot> {
@@ -220,6 +237,15 @@ export class LotBook {
       known.set(lot.transactionId, lot);
     }
   }
+}
+
+/** What a batch knows of a customer's next expiring points: see `LotBook.expiringChanges`. */
+export interface NextExpiring {
+  /** The lots with an expiry the batch changed (their rows are not to be read for it). */
+  changed: string[];
+  /** The earliest expiry (ISO) among them with points left, and the points of that instant; null: none. */
+  at: string | null;
+  amount: number;
 }
 
 interface ChangedLot {
