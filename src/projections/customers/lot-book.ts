@@ -6,6 +6,7 @@ import {
   expireLot,
   type Lot,
   type NewLot,
+  nextExpiring,
   noticeLot,
   planDebit,
   releaseLot,
@@ -125,7 +126,7 @@ export class LotBook {
 
   expire(customerId: string, shares: readonly LotShare[]): void {
     for (const { transaction_id, amount } of shares) {
-      if (this.unread.has(`${customerId} ${transaction_id}`)) this.expiredUnread.push({ customerId, transactionId: transaction_id, amount });
+      if (this.unread.has(lotKey(customerId, transaction_id))) this.expiredUnread.push({ customerId, transactionId: transaction_id, amount });
       else this.change(customerId, [transaction_id], (lots) => expireLot(lots, transaction_id).lots);
     }
   }
@@ -152,8 +153,8 @@ export class LotBook {
        where ctid = any(array(select row from matched))
       returning customer_id, transaction_id`.execute(trx);
     if (rows.length === expiries.length) return;
-    const written = new Set(rows.map((r) => `${r.customer_id} ${r.transaction_id}`));
-    const left = expiries.filter((e) => !written.has(`${e.customerId} ${e.transactionId}`));
+    const written = new Set(rows.map((r) => lotKey(r.customer_id, r.transaction_id)));
+    const left = expiries.filter((e) => !written.has(lotKey(e.customerId, e.transactionId)));
     this.fill(await lotRows(trx, left.map((e) => ({ customer: e.customerId, lot: e.transactionId })), new Set()));
     for (const { customerId, transactionId } of left) this.change(customerId, [transactionId], (lots) => expireLot(lots, transactionId).lots);
   }
@@ -192,23 +193,24 @@ export class LotBook {
    * the batch left as they were (`NextExpiring`).
    */
   expiringChanges(): Map<string, NextExpiring> {
-    const changes = new Map<string, NextExpiring>();
+    const lots = new Map<string, { changed: string[]; now: Lot[] }>();
     const of = (customerId: string) => {
-      let change = changes.get(customerId);
-      if (!change) changes.set(customerId, (change = { changed: [], at: null, amount: 0 }));
-      return change;
+      let entry = lots.get(customerId);
+      if (!entry) lots.set(customerId, (entry = { changed: [], now: [] }));
+      return entry;
     };
     for (const { customerId, was, now } of this.changed.values()) {
       if (!was?.expiresAt && !now.expiresAt) continue;
-      const change = of(customerId);
-      change.changed.push(now.transactionId);
-      if (now.remaining === 0 || !now.expiresAt) continue;
-      if (change.at === null || now.expiresAt < change.at) {
-        change.at = now.expiresAt;
-        change.amount = now.remaining;
-      } else if (now.expiresAt === change.at) change.amount += now.remaining;
+      const entry = of(customerId);
+      entry.changed.push(now.transactionId);
+      entry.now.push(now);
     }
     for (const { customerId, transactionId } of this.expiredUnread) of(customerId).changed.push(transactionId); // closed now
+    const changes = new Map<string, NextExpiring>();
+    for (const [customerId, { changed, now }] of lots) {
+      const next = nextExpiring(now);
+      changes.set(customerId, { changed, at: next?.expiresAt ?? null, amount: next?.amount ?? 0 });
+    }
     return changes;
   }
 
@@ -230,7 +232,7 @@ export class LotBook {
     for (const lot of fn(current)) {
       const was = known.get(lot.transactionId);
       if (was === lot) continue;
-      const key = `${customerId} ${lot.transactionId}`;
+      const key = lotKey(customerId, lot.transactionId);
       const entry = this.changed.get(key);
       if (entry) entry.now = lot;
       else this.changed.set(key, { customerId, was: was ?? null, now: lot });
@@ -274,9 +276,9 @@ function lotsNamedIn(
     if (ids === 'open lots') planned.add(customerId);
     else
       for (const id of ids) {
-        const key = `${customerId} ${id}`;
+        const key = lotKey(customerId, id);
         named.set(key, { customer: customerId, lot: id });
-        times.set(key, (times.get(key) ?? 0) + 1);
+        if (expireUnread) times.set(key, (times.get(key) ?? 0) + 1);
       }
   }
   if (!expireUnread) return { named, planned, unread };
@@ -284,7 +286,7 @@ function lotsNamedIn(
     if (event.type !== 'PointsExpired' || event.data.pending !== 0) continue;
     const customerId = streams.customerIdOf(event.streamId);
     if (planned.has(customerId)) continue; // a debit planned from the customer's open lots may take from them
-    const keys = event.data.lots.map((s) => `${customerId} ${s.transaction_id}`);
+    const keys = event.data.lots.map((s) => lotKey(customerId, s.transaction_id));
     if (keys.some((key) => times.get(key) !== 1)) continue;
     for (const key of keys) {
       named.delete(key);
@@ -409,3 +411,8 @@ const insertLots = rowSetInsert('lots', LOT_COLUMNS, { deferred: true });
 /** Changed lots, by key: what a lot's events change (never its business, amount or creation). */
 const { business_id: _business, amount: _amount, created_at: _created, ...CHANGING_COLUMNS } = LOT_COLUMNS;
 const updateLots = rowSetUpdate('lots', ['customer_id', 'transaction_id'], CHANGING_COLUMNS, { deferred: true });
+
+/** A lot's key in the book's maps: its customer and its id (`customer lot`). */
+function lotKey(customerId: string, transactionId: string): string {
+  return `${customerId} ${transactionId}`;
+}
