@@ -35,6 +35,11 @@ export interface Change {
    * (`ctx.receipt`, CONTRACT.md §5), and `handle` returns it.
    */
   answer?: ((writes: AppendWrite[]) => AnsweredEvent) | undefined;
+  /**
+   * The append is queued only once this settles (the decision is not held up, nor the locks): a
+   * caller deciding many changes, one turn of the event loop each, has them share one commit.
+   */
+  appendAfter?: Promise<unknown> | undefined;
 }
 
 /**
@@ -117,7 +122,7 @@ export function commandBus(parts: BusParts): CommandBus {
       (await decide(load)).map((w) => ({ ...w, events: withMetadata(w.events, ctx, parts.ids) }));
     const stores = ctx.receipt;
     const receipt: Receipt = answer && stores && ((writes) => stores(answer(writes)));
-    const written = await retryOnConflict(() => attempt(parts, change.lock, stamped, receipt), undefined, () => parts.conflicts?.retried('reload'));
+    const written = await retryOnConflict(() => attempt(parts, change.lock, stamped, receipt, change.appendAfter), undefined, () => parts.conflicts?.retried('reload'));
     if (written) await parts.settle(written.position);
     return answer ? answer(written?.writes ?? []) : written;
   }
@@ -128,8 +133,14 @@ export function commandBus(parts: BusParts): CommandBus {
 }
 
 /** One attempt: decide and queue under the locks, then await the append without them. */
-async function attempt(parts: BusParts, lockKeys: string[], decide: (load: Load) => Promise<AppendedWrite[]>, receipt: Receipt): Promise<Written | null> {
-  const queue = () => decideAndQueue(parts, decide, receipt, true);
+async function attempt(
+  parts: BusParts,
+  lockKeys: string[],
+  decide: (load: Load) => Promise<AppendedWrite[]>,
+  receipt: Receipt,
+  appendAfter: Promise<unknown> | undefined,
+): Promise<Written | null> {
+  const queue = () => decideAndQueue(parts, decide, receipt, true, appendAfter);
   const locked = lockKeys.reduceRight<typeof queue>((inner, key) => () => parts.locks.run(key, inner), queue);
   const queued = await locked();
   if (!queued) return null;
@@ -171,6 +182,7 @@ async function decideAndQueue(
   decide: (load: Load) => Promise<AppendedWrite[]>,
   receipt: Receipt,
   trust: boolean,
+  appendAfter?: Promise<unknown>,
 ): Promise<Queued | null> {
   let optimistic = false;
   const after = new Set<Promise<AppendResult>>();
@@ -185,11 +197,11 @@ async function decideAndQueue(
     writes = await decide(load);
   } catch (error) {
     // No append checks a refusal: one decided on memory alone is confirmed on the store's state.
-    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndQueue(parts, decide, receipt, false);
+    if (optimistic && !(error instanceof WrongExpectedVersion)) return decideAndQueue(parts, decide, receipt, false, appendAfter);
     throw error;
   }
   // Nor deciding nothing.
-  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(parts, decide, receipt, false) : null;
+  if (!writes.some((w) => w.events.length > 0)) return optimistic ? decideAndQueue(parts, decide, receipt, false, appendAfter) : null;
   const queued = { writes } as Queued;
   let cached: Array<{ superseded?: boolean }> = [];
   // Where the store finds a stream moved (another process wrote), it asks for the decision again
@@ -202,7 +214,8 @@ async function decideAndQueue(
     cached = cacheQueued(parts, again, queued, { replace: true });
     return again;
   };
-  queued.appended = parts.store.append(writes, { after: [...after], redecide, receipt: receipt && (() => receipt(queued.writes)) });
+  const append = () => parts.store.append(writes, { after: [...after], redecide, receipt: receipt && (() => receipt(queued.writes)) });
+  queued.appended = appendAfter ? appendAfter.then(append, append) : append();
   cached = cacheQueued(parts, writes, queued);
   return queued;
 }

@@ -9,8 +9,8 @@ import type { ApplyDue, DoneWork } from './scheduler.js';
  * exactly once. What it appended is told as the scheduler prints it.
  */
 export function applyDueThroughCommands(lifecycle: Pick<LifecycleCommands, 'applyDue'>): ApplyDue {
-  return async (businessId, customerId) => {
-    const applied = await lifecycle.applyDue(businessId, customerId, { actor: 'scheduler' });
+  return async (businessId, customerId, appendAfter) => {
+    const applied = await lifecycle.applyDue(businessId, customerId, { actor: 'scheduler', appendAfter });
     return {
       work: applied.events.flatMap(doneWork),
       events: applied.events.length,

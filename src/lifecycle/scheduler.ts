@@ -4,7 +4,7 @@ import { BackgroundLoop } from '../background-loop.js';
 import type { Database } from '../db/schema.js';
 import { holderGone } from '../db/process-mark.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
-import { Pacer } from './pacing.js';
+import { Pacer, type Span } from './pacing.js';
 
 /** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
 export interface DoneWork {
@@ -29,8 +29,11 @@ export interface AppliedDue {
   position: Checkpoint | null;
 }
 
-/** A customer's due work, done through the normal command path (expected revision: exactly once). */
-export type ApplyDue = (businessId: string, customerId: string) => Promise<AppliedDue>;
+/**
+ * A customer's due work, done through the normal command path (expected revision: exactly once);
+ * its append is queued once `appendAfter` settles (see `runOnce`).
+ */
+export type ApplyDue = (businessId: string, customerId: string, appendAfter?: Promise<unknown>) => Promise<AppliedDue>;
 
 export interface CustomerRun extends AppliedDue {
   customer_id: string;
@@ -50,8 +53,6 @@ export interface SchedulerOptions {
   claimMs?: number;
   /** Customers claimed per round. */
   batchSize?: number;
-  /** Customers worked on at once (their appends share group commits); by default a whole round, so a round waits for one or two group commits, not one per wave. */
-  concurrency?: number;
   /** How often to look for due work when there was none (well under the 2 s of CONTRACT.md §13). */
   pollMs?: number;
   /**
@@ -136,16 +137,29 @@ export class LifecycleScheduler {
     const last = runs.reduce<Checkpoint | null>((a, r) => (r.position && (!a || compareCheckpoints(r.position, a) > 0) ? r.position : a), null);
     if (last && settle) await settle(last);
     if (!logHead || !before) return true;
-    const round = { ms: Date.now() - started, others: 0 };
     const afterRound = await logHead();
-    round.others = Math.max(0, eventsBetween(before, afterRound) - runs.reduce((n, r) => n + r.events, 0));
-    const ms = this.pacer.pauseAfter(round.ms, round.others);
-    if (ms <= 0) return true;
-    const paused = Date.now();
-    await this.pause(ms);
-    const pause = { ms: Date.now() - paused, others: eventsBetween(afterRound, await logHead()) };
-    this.pacer.observe(round, pause);
-    this.options.logger?.debug({ customers: runs.length, round, pause }, 'lifecycle round paced');
+    const ended = Date.now();
+    const round = { ms: ended - started, others: Math.max(0, eventsBetween(before, afterRound) - runs.reduce((n, r) => n + r.events, 0)) };
+    const plan = this.pacer.plan(ended, round.ms, round.others);
+    if (plan.ms <= 0) return true;
+    let secondHalf: Span | undefined;
+    let head = afterRound;
+    if (plan.probe) {
+      // Its first half lets the requests the round held up through; the second is what they do undisturbed.
+      await this.pause(plan.ms / 2);
+      const middle = await logHead();
+      const from = Date.now();
+      await this.pause(plan.ms / 2);
+      head = await logHead();
+      secondHalf = { ms: Date.now() - from, others: eventsBetween(middle, head) };
+    } else {
+      await this.pause(plan.ms);
+      head = await logHead();
+    }
+    const at = Date.now();
+    const pause = { ms: at - ended, others: eventsBetween(afterRound, head) };
+    this.pacer.observe(at, round, pause, secondHalf);
+    this.options.logger?.debug({ customers: runs.length, round, pause, probe: secondHalf ?? null, ...this.pacer.state() }, 'lifecycle round paced');
     return true;
   }
 
@@ -168,17 +182,19 @@ export class LifecycleScheduler {
    */
   async runOnce(): Promise<CustomerRun[]> {
     const claimed = await this.claim();
-    const runs: CustomerRun[] = [];
-    const concurrency = this.options.concurrency ?? 100;
-    let next = 0;
-    const worker = async () => {
-      while (next < claimed.length) {
-        const customer = claimed[next++]!;
-        const run = await this.apply(customer);
-        if (run) runs.push(run);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, claimed.length) }, worker));
+    // Each customer is decided in a turn of the event loop of its own, so the projections this
+    // process runs (the requests' writes, which they wait for) go on between two decisions
+    // instead of waiting for a round's worth of them; the appends wait for the last decision, so
+    // the round still goes in one commit, and into the log at once.
+    let open!: () => void;
+    const decided = new Promise<void>((resolve) => (open = resolve));
+    let turn = Promise.resolve();
+    const applied = claimed.map((customer) => {
+      turn = turn.then(nextTurn);
+      return turn.then(() => this.apply(customer, decided));
+    });
+    void turn.then(nextTurn).then(open);
+    const runs = (await Promise.all(applied)).filter((run): run is CustomerRun => run !== null);
     await this.recordNextDue(runs);
     return runs.sort((a, b) => a.due_at.getTime() - b.due_at.getTime());
   }
@@ -213,11 +229,11 @@ export class LifecycleScheduler {
   }
 
   /** Does one customer's due work; null when it failed (the customer is then left alone for a while). */
-  private async apply(customer: { customer_id: string; business_id: string; due_at: Date }): Promise<CustomerRun | null> {
+  private async apply(customer: { customer_id: string; business_id: string; due_at: Date }, appendAfter: Promise<void>): Promise<CustomerRun | null> {
     let applied: AppliedDue;
     const startedAt = this.options.now();
     try {
-      applied = await this.options.applyDue(customer.business_id, customer.customer_id);
+      applied = await this.options.applyDue(customer.business_id, customer.customer_id, appendAfter);
     } catch (error) {
       this.options.logger?.error({ err: error, customer_id: customer.customer_id }, 'due work failed; will retry');
       await this.db
@@ -258,6 +274,11 @@ export class LifecycleScheduler {
         as r(customer_id, revision, next_due)
       where d.customer_id = r.customer_id`.execute(this.db);
   }
+}
+
+/** Resolves in the next turn of the event loop, after its I/O. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Events appended between two heads of the log (positions are taken one after another; a rolled-back append's count too). */

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyDueThroughCommands } from '../../src/lifecycle/apply-due.js';
+import { LifecycleScheduler } from '../../src/lifecycle/scheduler.js';
 import { customersProjector } from '../../src/projections/customers/customers-projector.js';
 import { rebuildProjection } from '../../src/projections/rebuild.js';
 import type { CommandContext } from '../../src/events/metadata.js';
@@ -133,6 +135,47 @@ describe('lifecycle scheduler (injected clock)', () => {
     expect(runs.map((r) => r.customer)).toEqual([ids[1], ids[2], ids[0]]);
     for (const r of runs) expect(r.work.map((w) => w[0])).toEqual(['PointsExpired']); // long past: expired, no notice first
     expect(await run()).toEqual([]);
+  });
+
+  it("decides each customer of a round in a turn of the event loop of its own, and appends the round in one transaction", async () => {
+    at = T0;
+    const ids: string[] = [];
+    for (let n = 0; n < 4; n++) {
+      const id = await customer(`turns-${n}@example.com`);
+      await earn(id, 10, { expiresAt: iso(T0 + 3 * DAY) });
+      ids.push(id);
+    }
+    at = T0 + 4 * DAY;
+    // The turns of the event loop, counted by a task that runs once in each.
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const decidedIn: number[] = [];
+    const applyDue = applyDueThroughCommands(t.services.commands.lifecycle);
+    const scheduler = new LifecycleScheduler(t.services.database.db, {
+      now: clock.now,
+      applyDue: (business, customerId, appendAfter) => {
+        if (ids.includes(customerId)) decidedIn.push(turns);
+        return applyDue(business, customerId, appendAfter);
+      },
+    });
+    try {
+      const runs = await scheduler.runOnce();
+      expect(runs.filter((r) => ids.includes(r.customer_id)).map((r) => r.work.map((w) => w.type))).toEqual(ids.map(() => ['PointsExpired']));
+    } finally {
+      counting = false;
+    }
+    expect(decidedIn).toHaveLength(4);
+    expect(new Set(decidedIn).size).toBe(4);
+    // One transaction wrote the four expiries: their rows share the inserting transaction's id.
+    const { rows } = await sql<{ transactions: number }>`
+      select count(distinct xmin::text)::int as transactions from events
+       where type = 'PointsExpired' and stream_id = any(${ids.map((id) => streams.customer(id))})`.execute(t.services.database.db);
+    expect(rows[0]!.transactions).toBe(1);
   });
 
   it('expires a lot exactly once when a command on the customer races the scheduler (both decide the same due work)', async () => {

@@ -38,7 +38,7 @@ export function lifecycleCommands({ bus, ids, clock, reads }: CommandDeps) {
      * path: decided on the customer's revision and appended with it as the expected one, so two
      * workers doing the same customer append it once (the second decides again and finds nothing due).
      */
-    async applyDue(businessId: string, customerId: string, options: { now?: Date; actor?: string } = {}): Promise<AppliedDue> {
+    async applyDue(businessId: string, customerId: string, options: { now?: Date; actor?: string; appendAfter?: Promise<unknown> } = {}): Promise<AppliedDue> {
       const ctx: CommandContext = {
         businessId,
         actor: options.actor ?? 'system',
@@ -47,7 +47,7 @@ export function lifecycleCommands({ bus, ids, clock, reads }: CommandDeps) {
         now: options.now ?? clock.now(),
       };
       let after: { state: CustomerState; policy: LifecyclePolicy; revision: number } | undefined;
-      const written = await bus.handle(ctx, { lock: [streams.customer(customerId)] }, async (load) => {
+      const written = await bus.handle(ctx, { lock: [streams.customer(customerId)], appendAfter: options.appendAfter }, async (load) => {
         const customer = await loadCustomer(load, ctx, customerId);
         const program = await loadProgram(load, businessId);
         // The decider's ApplyDueWork is exactly this due work; `decideDue` also gives the state it leads
