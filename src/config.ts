@@ -37,6 +37,11 @@ export interface Config {
    */
   claimLeaseMs: number;
   /**
+   * LOYALTY_LIFECYCLE_KEEP: the share (percent) of their undisturbed rate that requests and other
+   * writers keep while the lifecycle scheduler works through due work (`Pacer`); 0: it runs flat out.
+   */
+  lifecycleKeepPercent: number;
+  /**
    * After SIGTERM/SIGINT, how long the API keeps serving as usual (keep-alive included) with
    * `/readyz` answering 503 `stopping`, before it stops accepting and drains: the time a load
    * balancer needs to stop sending it new connections.
@@ -66,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
     stateCacheLots: intSetting(env, 'LOYALTY_STATE_CACHE_LOTS', 200_000, { min: 1_000, max: 100_000_000 }),
     claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
+    lifecycleKeepPercent: intSetting(env, 'LOYALTY_LIFECYCLE_KEEP', 85, { max: 95 }),
     shutdownDelayMs: intSetting(env, 'LOYALTY_SHUTDOWN_DELAY_MS', 0, { max: 60_000 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,

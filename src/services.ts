@@ -61,7 +61,7 @@ export interface ServicesOptions {
   projectionsElsewhere?: boolean;
   /** Overrides for the webhook dispatcher. */
   dispatcher?: Partial<DispatcherOptions>;
-  /** Overrides for the lifecycle scheduler (batch size, concurrency). */
+  /** Overrides for the lifecycle scheduler (batch size). */
   scheduler?: Partial<SchedulerOptions>;
   /** Where time comes from, everywhere (default: the system clock). */
   clock?: Clock;
@@ -184,6 +184,7 @@ export async function createServices(options: ServicesOptions) {
     holder: processMark.id,
     claimMs: config.claimLeaseMs,
     logger,
+    keep: config.lifecycleKeepPercent / 100,
     ...options.scheduler,
   });
   if (options.runProjections) {

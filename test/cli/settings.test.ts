@@ -45,6 +45,8 @@ describe('settings read at start', () => {
     ['LOYALTY_PUBLIC_RATE_LIMIT_RPS', '1e3'],
     ['LOYALTY_PUBLIC_RATE_LIMIT_BURST', 'many'],
     ['LOYALTY_PROCESSES', '0'],
+    ['LOYALTY_LIFECYCLE_KEEP', '96'],
+    ['LOYALTY_LIFECYCLE_KEEP', '0.85'],
     ['LOYALTY_DB_PREPARE_THRESHOLD', '-1'],
     ['LOYALTY_PROCESSES', '2.5'],
     ['LOG_LEVEL', 'loud'],
