@@ -367,7 +367,7 @@ async function lifecycleRow(tmp: string): Promise<Row> {
   );
   notes.push(
     `Lifecycle: ${fmt(r.lots)} lots (${fmt(r.customers)} customers × 10, seeded through the bulk path) all expiring at one instant, on ${defaultTopology({ databaseUrl: databaseUrl('lifecycle') })} ` +
-      `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
+      `under the spread earn load of row 1 (64 connections, ${fmt(settings.customers)} other customers, from 10 s before the due instant); rates read from the log's recorded_at: expiries from the due instant (or, if later, the moment the index held every lot) to the last one, ` +
       `earns of the load customers while both ran` +
       (r.earnsAfter === null ? '' : ` (and after the last expiry, the load going on: ${fmt(r.earnsAfter)}/s)`) +
       `. The first expiry came ${fmt(r.firstLateMs)} ms after the due instant. ` +

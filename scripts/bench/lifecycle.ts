@@ -14,6 +14,8 @@ import { initStore, ServerProcess } from './service.js';
 
 /** Lots per seeded customer: 10,000 customers × 10 lots = 100,000 lots. */
 const LOTS_PER_CUSTOMER = 10;
+/** How long before the due instant the earn load starts. */
+const LOAD_AHEAD_MS = 10_000;
 /** Customers per append while seeding. */
 const CUSTOMERS_PER_APPEND = 500;
 
@@ -79,7 +81,8 @@ export async function measureLifecycle(
     const lotCustomers = Math.ceil(options.lots / LOTS_PER_CUSTOMER);
     const seedStarted = performance.now();
     // Due after seeding and projecting (on a quiet machine about 10 s for 100,000 lots; a loaded one
-    // took 64 s), so that the index is complete when they fall due; the earn load starts just before.
+    // took 64 s), so that the index is complete when they fall due; the earn load starts a few
+    // seconds before (as a service's load runs on when its due work comes: the scheduler measures it).
     const dueAt = new Date(Date.now() + 30_000 + options.lots * 0.9);
     log(`lifecycle: seeding ${options.lots.toLocaleString('en-US')} lots over ${lotCustomers.toLocaleString('en-US')} customers, all expiring at ${dueAt.toISOString()}`);
     await seedLots(databaseUrl(dbName), keys.business_id, lotCustomers, options.lots, dueAt);
@@ -88,10 +91,10 @@ export async function measureLifecycle(
     const indexed = new Date();
     log(`lifecycle: seeded and projected in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${Math.max(0, (dueAt.getTime() - Date.now()) / 1000).toFixed(1)} s before they are due`);
 
-    const startLoadIn = dueAt.getTime() - Date.now() - 1000;
+    const startLoadIn = dueAt.getTime() - Date.now() - LOAD_AHEAD_MS;
     if (startLoadIn > 0) await new Promise((r) => setTimeout(r, startLoadIn));
     const loadStarted = new Date();
-    const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 30 });
+    const during = earnLoad({ baseUrl: server.url, key: keys.private_key, customers, connections: 64, seconds: options.seconds + 40 });
     const windowStarted = new Date();
     const { result: expired, nodeMs, postgresMs, mainThreadMs } = await cpuDuring(started.pid, dbName, () => waitForExpiries(dbName, options.lots, 600), httpPid);
     const windowEnded = new Date();
