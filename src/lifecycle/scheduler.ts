@@ -4,7 +4,7 @@ import { BackgroundLoop } from '../background-loop.js';
 import type { Database } from '../db/schema.js';
 import { holderGone } from '../db/process-mark.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
-import { Pacer, type Span } from './pacing.js';
+import { DEFAULT_PACER_OPTIONS, Pacer, type PacerOptions, type Span } from './pacing.js';
 
 /** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
 export interface DoneWork {
@@ -67,6 +67,8 @@ export interface SchedulerOptions {
    * 0: never pause.
    */
   keep?: number;
+  /** The pacer's settings (see `PacerOptions`; tests lengthen the probe). */
+  pacing?: Partial<PacerOptions>;
   /**
    * The log's head (`EventStore.headPosition`): how the loop tells how much others wrote during a
    * round and its pause (their events are the head's move less the round's own). Without it: no pauses.
@@ -97,12 +99,13 @@ export class LifecycleScheduler {
   private readonly pacer: Pacer;
   /** Ends the loop's pause early (on stop). */
   private endPause: (() => void) | null = null;
+  private stopping = false;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: SchedulerOptions,
   ) {
-    this.pacer = new Pacer(options.keep ?? DEFAULT_KEEP);
+    this.pacer = new Pacer(options.keep ?? DEFAULT_KEEP, { ...DEFAULT_PACER_OPTIONS, ...options.pacing });
     this.loop = new BackgroundLoop(() => this.paced(), {
       pollMs: options.pollMs ?? 500,
       onError: (error) => options.logger?.error({ err: error }, 'lifecycle round failed; will retry'),
@@ -110,10 +113,12 @@ export class LifecycleScheduler {
   }
 
   start(): void {
+    this.stopping = false;
     this.loop.start();
   }
 
   stop(): Promise<void> {
+    this.stopping = true;
     const stopped = this.loop.stop();
     this.endPause?.();
     return stopped;
@@ -147,6 +152,7 @@ export class LifecycleScheduler {
     if (plan.probe) {
       // Its first half lets the requests the round held up through; the second is what they do undisturbed.
       await this.pause(plan.ms / 2);
+      if (this.stopping) return true;
       const middle = await logHead();
       const from = Date.now();
       await this.pause(plan.ms / 2);
@@ -165,6 +171,7 @@ export class LifecycleScheduler {
 
   /** Waits `ms`, or less if the scheduler is stopped meanwhile. */
   private pause(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.endPause?.(), ms);
       this.endPause = () => {

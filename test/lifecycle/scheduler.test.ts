@@ -178,6 +178,34 @@ describe('lifecycle scheduler (injected clock)', () => {
     expect(rows[0]!.transactions).toBe(1);
   });
 
+  it('stops at once when asked in the middle of a probe pause', async () => {
+    at = T0;
+    const id = await customer('stop-probe@example.com');
+    await earn(id, 10, { expiresAt: iso(T0 + 3 * DAY) });
+    at = T0 + 4 * DAY;
+    const applyDue = applyDueThroughCommands(t.services.commands.lifecycle);
+    let applied!: () => void;
+    const roundApplied = new Promise<void>((resolve) => (applied = resolve));
+    let head = 0n;
+    const scheduler = new LifecycleScheduler(t.services.database.db, {
+      now: clock.now,
+      applyDue: async (business, customerId, appendAfter) => {
+        const run = await applyDue(business, customerId, appendAfter);
+        if (customerId === id) applied();
+        return run;
+      },
+      // Others write 100 events between any two looks: with no reference yet, the round is followed by a probe of two 2 s halves.
+      logHead: async () => ({ globalPosition: (head += 100n) }),
+      pacing: { probeMs: 4_000 },
+    });
+    scheduler.start();
+    await roundApplied;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const asked = Date.now();
+    await scheduler.stop();
+    expect(Date.now() - asked).toBeLessThan(1_000);
+  });
+
   it('expires a lot exactly once when a command on the customer races the scheduler (both decide the same due work)', async () => {
     at = T0;
     const id = await customer('race@example.com');
