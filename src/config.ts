@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_PREPARE_THRESHOLD } from './db/prepared-statements.js';
+import { DEFAULT_KEEP } from './lifecycle/pacing.js';
 
 /** Everything the service reads from the environment, in one place (see README "Configuration"). */
 export interface Config {
@@ -71,7 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: intSetting(env, 'LOYALTY_DB_POOL_SIZE', 20, { min: 1, max: 1000 }),
     stateCacheLots: intSetting(env, 'LOYALTY_STATE_CACHE_LOTS', 200_000, { min: 1_000, max: 100_000_000 }),
     claimLeaseMs: intSetting(env, 'LOYALTY_CLAIM_LEASE_MS', 60_000, { min: 1_000, max: 2_147_483_647 }),
-    lifecycleKeepPercent: intSetting(env, 'LOYALTY_LIFECYCLE_KEEP', 85, { max: 95 }),
+    lifecycleKeepPercent: intSetting(env, 'LOYALTY_LIFECYCLE_KEEP', Math.round(DEFAULT_KEEP * 100), { max: 95 }),
     shutdownDelayMs: intSetting(env, 'LOYALTY_SHUTDOWN_DELAY_MS', 0, { max: 60_000 }),
     webhookAllowPrivate: env.LOYALTY_WEBHOOK_ALLOW_PRIVATE === '1',
     rateLimitRps,

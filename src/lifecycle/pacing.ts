@@ -155,6 +155,9 @@ export interface PacerOptions {
   minPause: number;
 }
 
+/** The share kept by default (`SchedulerOptions.keep`, `LOYALTY_LIFECYCLE_KEEP`). */
+export const DEFAULT_KEEP = 0.85;
+
 const NO_PAUSE: PausePlan = { ms: 0, probe: false };
 
 export const DEFAULT_PACER_OPTIONS: PacerOptions = {

@@ -4,7 +4,7 @@ import { BackgroundLoop } from '../background-loop.js';
 import type { Database } from '../db/schema.js';
 import { holderGone } from '../db/process-mark.js';
 import { type Checkpoint, compareCheckpoints } from '../store/event-store.js';
-import { DEFAULT_PACER_OPTIONS, Pacer, type PacerOptions, type Span } from './pacing.js';
+import { DEFAULT_KEEP, DEFAULT_PACER_OPTIONS, Pacer, type PacerOptions, type Span } from './pacing.js';
 
 /** One piece of due work a run appended: a release, an expiring notice, an expiry or a downgrade. */
 export interface DoneWork {
@@ -77,8 +77,6 @@ export interface SchedulerOptions {
   logger?: Logger | undefined;
 }
 
-/** See `SchedulerOptions.keep`. */
-const DEFAULT_KEEP = 0.85;
 
 /** A customer whose run failed is left alone this long before another try. */
 const FAILURE_BACKOFF_MS = 5_000;
