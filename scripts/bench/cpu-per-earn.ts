@@ -15,7 +15,8 @@ import { closeSync, fstatSync, openSync, readFileSync, readSync, statSync } from
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { backendPids, cpuMs, descendants } from './cpu-time.js';
+import { descendants } from '../../test/support/process-tree.js';
+import { backendPids, cpuMs } from './cpu-time.js';
 import { Api } from './load.js';
 import { createDatabase, databaseUrl, dropDatabase, withClient } from './postgres.js';
 import { buildService, initStore, ServerProcess } from './service.js';

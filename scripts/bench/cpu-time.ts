@@ -2,7 +2,8 @@
  * CPU time of processes from /proc (user + system): what a request costs, measured on a busy
  * machine where throughput is not (a process waiting for the CPU is not charged for it).
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { descendants } from '../../test/support/process-tree.js';
 import { withClient } from './postgres.js';
 
 const TICK = 100; // clock ticks per second (getconf CLK_TCK)
@@ -16,22 +17,6 @@ export function cpuMs(pid: number, thread?: number): number {
   } catch {
     return 0;
   }
-}
-
-/** `root` and every process under it. */
-export function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {}
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]!) ?? []));
-  return out;
 }
 
 /** The PostgreSQL backends serving database `db` (this client's own excluded). */

@@ -19,10 +19,10 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/services.js';
+import { seedLots } from '../../test/support/seed-lots.js';
 import { cpuDuring } from './cpu-time.js';
 import { startAllocationSampling, stopAllocationSampling } from './allocation-profile.js';
 import { summarizeProfile } from './cpu-profile.js';
-import { seedLots } from './lifecycle.js';
 import { createDatabase, databaseUrl, dropDatabase, waitForProjections, withClient } from './postgres.js';
 import { initStore } from './service.js';
 

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CHILD_ROLE_VARIABLE } from '../../src/cluster/cluster-messages.js';
-import { descendants } from './cpu-time.js';
+import { descendants } from '../../test/support/process-tree.js';
 import { createDatabase, databaseUrl } from './postgres.js';
 
 const run = promisify(execFile);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { loadConfig, servingProcesses, workersApart } from '../../src/config.js';
 import { counted } from '../../src/plural.js';
-import { descendants } from '../../scripts/bench/cpu-time.js';
+import { descendants } from '../support/process-tree.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   api,

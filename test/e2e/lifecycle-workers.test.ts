@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { seedLots } from '../../scripts/bench/lifecycle.js';
+import { seedLots } from '../support/seed-lots.js';
 import { startReceiver } from '../support/webhook-receiver.js';
 import { api, freshStore, killAllProcesses, killProcess, printedKeys, type ProcessStore, SERVER_MODE, startServer } from './process-helpers.js';
 
