@@ -77,7 +77,6 @@ export interface SchedulerOptions {
   logger?: Logger | undefined;
 }
 
-
 /** A customer whose run failed is left alone this long before another try. */
 const FAILURE_BACKOFF_MS = 5_000;
 
@@ -189,8 +188,9 @@ export class LifecycleScheduler {
     const claimed = await this.claim();
     // Each customer is decided in a turn of the event loop of its own, so the projections this
     // process runs (the requests' writes, which they wait for) go on between two decisions
-    // instead of waiting for a round's worth of them; the appends wait for the last decision, so
-    // the round still goes in one commit, and into the log at once.
+    // instead of waiting for a round's worth of them; the appends are held until the turn after
+    // the last decision began, so the round goes in one commit, and into the log at once (a
+    // decision that must read its customer from the store may miss it and go in the next).
     let open!: () => void;
     const decided = new Promise<void>((resolve) => (open = resolve));
     let turn = Promise.resolve();
